@@ -1,0 +1,9 @@
+//go:build !linux
+
+package awstest
+
+import (
+	"os/exec"
+)
+
+func setProcAttr(*exec.Cmd) {}
