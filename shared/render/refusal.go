@@ -1,0 +1,89 @@
+package render
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// maxRefusalMessage bounds the server's own words quoted in a refusal.
+const maxRefusalMessage = 300
+
+// Refusal is the tool_result for a call the server answered by refusing it
+// (an error wrapping mcp.ErrServerAnswered): is_error true and one text block
+// telling the model not to retry the same call, quoting the server's message
+// shortened and sanitized (see sanitize).
+func Refusal(toolUseID string, err error) ToolResult {
+	text := "The MCP server refused this tool call. Do not retry the same call unchanged."
+	if msg := sanitize(refusalMessage(err)); msg != "" {
+		text = "The MCP server refused this tool call: " + msg + "\nDo not retry the same call unchanged."
+	}
+	return ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: true, Content: []Block{textBlock(text)}}
+}
+
+// refusalMessage is the error's text without the sentinel's own words.
+func refusalMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if errors.Is(err, mcp.ErrServerAnswered) {
+		prefix := mcp.ErrServerAnswered.Error()
+		if i := strings.Index(msg, prefix); i >= 0 {
+			msg = msg[:i] + msg[i+len(prefix):]
+		}
+	}
+	return strings.Trim(msg, " :")
+}
+
+var (
+	// bearerRE matches an authorization scheme followed by its credential.
+	bearerRE = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[^\s,;"']+`)
+	// urlRE matches an absolute URL; only its scheme and host are kept.
+	urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`)
+	// secretRE matches key=value pairs whose key names a secret.
+	secretRE = regexp.MustCompile(`(?i)\b([a-z_-]*(?:key|token|secret|password|passwd|signature|auth)[a-z_-]*)\s*[=:]\s*[^\s,;&"']+`)
+)
+
+// sanitize prepares server text for the model: control characters become
+// spaces, runs of space collapse, credentials after an auth scheme or a
+// secret-named key are redacted, URLs are reduced to scheme and host, and the
+// result is cut to maxRefusalMessage bytes at a rune boundary.
+func sanitize(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	s = urlRE.ReplaceAllStringFunc(s, origin)
+	s = bearerRE.ReplaceAllString(s, "$1 [redacted]")
+	s = secretRE.ReplaceAllString(s, "$1=[redacted]")
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxRefusalMessage {
+		cut := maxRefusalMessage
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// origin reduces a URL to scheme://host, dropping user info, path and query.
+func origin(u string) string {
+	scheme, rest, _ := strings.Cut(u, "://")
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return scheme + "://" + rest
+}
