@@ -108,9 +108,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		return nil, &net.DNSError{Err: "no " + network + " address", Name: host, IsNotFound: true}
 	}
 
-	nd := &net.Dialer{ControlContext: func(_ context.Context, network, address string, _ syscall.RawConn) error {
-		return p.checkString(network, address)
-	}}
+	nd := &net.Dialer{ControlContext: p.control}
 	var lastErr error
 	for i, ap := range allowed {
 		dctx, cancel, err := partialContext(ctx, len(allowed)-i)
@@ -156,4 +154,10 @@ func partialContext(ctx context.Context, remaining int) (context.Context, contex
 	}
 	c, cancel := context.WithTimeout(ctx, share)
 	return c, cancel, nil
+}
+
+// control is the net.Dialer.ControlContext hook: the verdict on the socket's
+// remote address, taken after resolution and just before connect.
+func (p *Policy) control(_ context.Context, network, address string, _ syscall.RawConn) error {
+	return p.checkString(network, address)
 }
