@@ -1,0 +1,296 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoAPI is the part of *dynamodb.Client a Dynamo ledger uses.
+type DynamoAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// Item attributes besides the key and TTL.
+const (
+	attrState      = "state"
+	attrOwner      = "owner"
+	attrLeaseUntil = "lease_until"
+	attrOutcome    = "outcome"
+
+	stateRunning = "running"
+	stateDone    = "done"
+)
+
+// beginAttempts bounds Begin's retries when the item changes between its
+// conditional write and its read.
+const beginAttempts = 3
+
+// Dynamo is a ledger in a DynamoDB table (schema: package doc). Leases it
+// takes are remembered in the value: Complete and Release succeed only on the
+// value whose Begin took the lease. Safe for concurrent use; set Now and
+// Retention before first use.
+type Dynamo struct {
+	api   DynamoAPI
+	table string
+	lease time.Duration
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Retention is the records' TTL after their last write; zero means
+	// DefaultRetention.
+	Retention time.Duration
+
+	holds holds
+}
+
+// NewDynamo returns a ledger in table whose leases last lease. The lease
+// must outlast the longest delivery (the function timeout), or a slow call
+// can be taken over and run twice.
+func NewDynamo(api DynamoAPI, table string, lease time.Duration) *Dynamo {
+	return &Dynamo{api: api, table: table, lease: lease}
+}
+
+func (d *Dynamo) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Dynamo) expires(now time.Time) string {
+	r := d.Retention
+	if r == 0 {
+		r = DefaultRetention
+	}
+	return strconv.FormatInt(now.Add(r).Unix(), 10)
+}
+
+// Begin takes the lease on key with a conditional write: a new key or an
+// expired lease starts a call (Entry.Done false); a completed key returns its
+// Entry; a live lease held elsewhere is ErrInProgress.
+func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
+	pk, err := storedKey(key)
+	if err != nil {
+		return Entry{}, err
+	}
+	for range beginAttempts {
+		now := d.now()
+		owner := newOwner()
+		out, err := d.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(d.table),
+			Item: map[string]types.AttributeValue{
+				KeyAttribute:   &types.AttributeValueMemberS{Value: pk},
+				attrState:      &types.AttributeValueMemberS{Value: stateRunning},
+				attrOwner:      &types.AttributeValueMemberS{Value: owner},
+				attrLeaseUntil: millis(now.Add(d.lease)),
+				TTLAttribute:   &types.AttributeValueMemberN{Value: d.expires(now)},
+			},
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#state = :running AND #lease <= :now)"),
+			ExpressionAttributeNames: map[string]string{
+				"#pk": KeyAttribute, "#state": attrState, "#lease": attrLeaseUntil,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":running": &types.AttributeValueMemberS{Value: stateRunning},
+				":now":     millis(now),
+			},
+			ReturnValues:                        types.ReturnValueAllOld,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			d.holds.set(key, owner)
+			return Entry{TookOver: len(out.Attributes) > 0}, nil
+		}
+		var failed *types.ConditionalCheckFailedException
+		if !errors.As(err, &failed) {
+			return Entry{}, fmt.Errorf("ledger: begin %s: %w", ref(key), err)
+		}
+		item := failed.Item
+		if item == nil {
+			got, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName:      aws.String(d.table),
+				Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
+				ConsistentRead: aws.Bool(true),
+			})
+			if err != nil {
+				return Entry{}, fmt.Errorf("ledger: begin %s: read the existing record: %w", ref(key), err)
+			}
+			item = got.Item
+		}
+		if item == nil {
+			continue // released since the write: try again
+		}
+		rec, err := decode(item)
+		if err != nil {
+			return Entry{}, fmt.Errorf("ledger: begin %s: %w", ref(key), err)
+		}
+		if rec.done {
+			return Entry{Done: true, Outcome: rec.outcome}, nil
+		}
+		if rec.leaseUntil.After(now) {
+			return Entry{}, fmt.Errorf("%w: %s leased until %s", ErrInProgress, ref(key), rec.leaseUntil.UTC().Format(time.RFC3339Nano))
+		}
+		// The lease expired between the write and the read: try again.
+	}
+	return Entry{}, fmt.Errorf("%w: %s changed under %d attempts to begin", ErrInProgress, ref(key), beginAttempts)
+}
+
+// Complete stores o as key's outcome and ends the lease, provided this value
+// still holds it (else ErrNotOwner). The record expires after Retention.
+func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
+	pk, err := storedKey(key)
+	if err != nil {
+		return err
+	}
+	owner, ok := d.holds.get(key)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("ledger: complete %s: encode outcome: %w", ref(key), err)
+	}
+	_, err = d.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(d.table),
+		Item: map[string]types.AttributeValue{
+			KeyAttribute: &types.AttributeValueMemberS{Value: pk},
+			attrState:    &types.AttributeValueMemberS{Value: stateDone},
+			attrOwner:    &types.AttributeValueMemberS{Value: owner},
+			attrOutcome:  &types.AttributeValueMemberS{Value: string(body)},
+			TTLAttribute: &types.AttributeValueMemberN{Value: d.expires(d.now())},
+		},
+		ConditionExpression:       aws.String("#state = :running AND #owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#state": attrState, "#owner": attrOwner},
+		ExpressionAttributeValues: ownerValues(owner),
+	})
+	return d.settle(key, owner, "complete", err)
+}
+
+// Release deletes key's record so a redelivery can run the call, provided
+// this value still holds the lease (else ErrNotOwner).
+func (d *Dynamo) Release(ctx context.Context, key string) error {
+	pk, err := storedKey(key)
+	if err != nil {
+		return err
+	}
+	owner, ok := d.holds.get(key)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
+	}
+	_, err = d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(d.table),
+		Key:                       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
+		ConditionExpression:       aws.String("#state = :running AND #owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#state": attrState, "#owner": attrOwner},
+		ExpressionAttributeValues: ownerValues(owner),
+	})
+	return d.settle(key, owner, "release", err)
+}
+
+// settle forgets the lease unless the write failed for a reason worth
+// retrying, and maps a failed condition to ErrNotOwner.
+func (d *Dynamo) settle(key, owner, op string, err error) error {
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		d.holds.drop(key, owner)
+		return nil
+	case errors.As(err, &failed):
+		d.holds.drop(key, owner)
+		return fmt.Errorf("%w: %s: the lease was taken over or the record is gone", ErrNotOwner, ref(key))
+	default:
+		return fmt.Errorf("ledger: %s %s: %w", op, ref(key), err)
+	}
+}
+
+func ownerValues(owner string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":running": &types.AttributeValueMemberS{Value: stateRunning},
+		":owner":   &types.AttributeValueMemberS{Value: owner},
+	}
+}
+
+func millis(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
+}
+
+// record is a decoded item.
+type record struct {
+	done       bool
+	leaseUntil time.Time
+	outcome    Outcome
+}
+
+func decode(item map[string]types.AttributeValue) (record, error) {
+	state, _ := item[attrState].(*types.AttributeValueMemberS)
+	if state == nil {
+		return record{}, errors.New("record without state")
+	}
+	switch state.Value {
+	case stateDone:
+		s, _ := item[attrOutcome].(*types.AttributeValueMemberS)
+		if s == nil {
+			return record{}, errors.New("done record without outcome")
+		}
+		var o Outcome
+		if err := json.Unmarshal([]byte(s.Value), &o); err != nil {
+			return record{}, fmt.Errorf("done record with unreadable outcome: %w", err)
+		}
+		return record{done: true, outcome: o}, nil
+	case stateRunning:
+		n, _ := item[attrLeaseUntil].(*types.AttributeValueMemberN)
+		if n == nil {
+			return record{}, errors.New("running record without lease_until")
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			return record{}, fmt.Errorf("running record with lease_until %q: %w", n.Value, err)
+		}
+		return record{leaseUntil: time.UnixMilli(ms)}, nil
+	default:
+		return record{}, fmt.Errorf("record with state %q", state.Value)
+	}
+}
+
+// holds maps keys to the owner tokens of leases this value took.
+type holds struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (h *holds) set(key, owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]string)
+	}
+	h.m[key] = owner
+}
+
+func (h *holds) get(key string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o, ok := h.m[key]
+	return o, ok
+}
+
+// drop forgets key's lease if it is still owner's.
+func (h *holds) drop(key, owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[key] == owner {
+		delete(h.m, key)
+	}
+}

@@ -1,0 +1,75 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Table schema.
+const (
+	KeyAttribute = "pk"
+	TTLAttribute = "expires_at"
+)
+
+// DefaultRetention is how long a record lives (TTL) after its last write.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// MaxKeyBytes is the longest key stored as given; longer keys are stored as
+// "sha256:" and their hex digest.
+const MaxKeyBytes = 512
+
+// Sentinels. ErrInProgress: another delivery holds an unexpired lease on the
+// key. ErrNotOwner: this ledger value holds no lease on the key (never began,
+// already completed or released, or taken over after expiry). ErrEmptyKey:
+// the key is empty.
+var (
+	ErrInProgress = errors.New("ledger: call in progress under another delivery")
+	ErrNotOwner   = errors.New("ledger: lease not held")
+	ErrEmptyKey   = errors.New("ledger: empty idempotency key")
+)
+
+// Outcome is what a completed call produced: a Result, or an ErrorType (a
+// wire error type) with a Message.
+type Outcome struct {
+	Result    json.RawMessage `json:"result,omitempty"`
+	ErrorType string          `json:"error_type,omitempty"`
+	Message   string          `json:"message,omitempty"`
+}
+
+// Entry is what Begin found. Done: the call completed earlier; return
+// Outcome and do not call again. Otherwise the caller holds the lease and
+// must Complete or Release; TookOver reports that an expired lease of an
+// earlier delivery was taken over (that delivery may have called the tool).
+type Entry struct {
+	Done     bool
+	Outcome  Outcome
+	TookOver bool
+}
+
+// storedKey is the partition key value for key.
+func storedKey(key string) (string, error) {
+	if key == "" {
+		return "", ErrEmptyKey
+	}
+	if len(key) <= MaxKeyBytes {
+		return key, nil
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// ref names a key in errors and logs: as given up to 64 bytes, else by a
+// digest prefix, since a long key (a task token) is a credential.
+func ref(key string) string {
+	if len(key) <= 64 {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:6])
+}
+
+func newOwner() string { return rand.Text() }
