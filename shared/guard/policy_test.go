@@ -138,8 +138,8 @@ func TestCheckDefaultDenySet(t *testing.T) {
 		{"64:ff9b::10.0.0.1", "private"},
 		{"64:ff9b::169.254.169.254", "metadata"},
 		{"64:ff9b::100.100.100.200", "metadata"},
-		{"64:ff9b::ffff:ffff", "broadcast"},       // last: 255.255.255.255
-		{"64:ff9b::1:0:0", "not-global-unicast"},  // just outside the /96
+		{"64:ff9b::ffff:ffff", "broadcast"},      // last: 255.255.255.255
+		{"64:ff9b::1:0:0", "not-global-unicast"}, // just outside the /96
 		{"64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", "not-global-unicast"},
 		// 64:ff9b:1::/48
 		{"64:ff9b:1::", "nat64-local"},
@@ -194,8 +194,8 @@ func TestCheckDefaultDenySet(t *testing.T) {
 		{"3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "documentation"},
 		{"3fff:1000::", "allowed"},
 		{"3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "allowed"}, // last of 2000::/3
-		{"4000::", "not-global-unicast"},                      // just above 2000::/3
-		{"100::", "not-global-unicast"},                       // discard-only
+		{"4000::", "not-global-unicast"},                       // just above 2000::/3
+		{"100::", "not-global-unicast"},                        // discard-only
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
