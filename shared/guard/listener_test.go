@@ -1,7 +1,6 @@
 package guard_test
 
 import (
-	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -12,23 +11,22 @@ import (
 // of every connection it accepts and closes it.
 type acceptCounter struct {
 	ln      net.Listener
+	done    chan struct{}
 	mu      sync.Mutex
 	seen    []string
 	markers map[string]bool
 	cond    *sync.Cond
 }
 
-func listenCounting(t *testing.T, addr string) *acceptCounter {
-	t.Helper()
+func startCounting(addr string) (*acceptCounter, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	c := &acceptCounter{ln: ln, markers: map[string]bool{}}
+	c := &acceptCounter{ln: ln, done: make(chan struct{}), markers: map[string]bool{}}
 	c.cond = sync.NewCond(&c.mu)
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(c.done)
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
@@ -41,10 +39,21 @@ func listenCounting(t *testing.T, addr string) *acceptCounter {
 			conn.Close()
 		}
 	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
+	return c, nil
+}
+
+func (c *acceptCounter) stop() {
+	c.ln.Close()
+	<-c.done
+}
+
+func listenCounting(t *testing.T, addr string) *acceptCounter {
+	t.Helper()
+	c, err := startCounting(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
 	return c
 }
 
@@ -54,12 +63,12 @@ func listenPair(t *testing.T) (one, two *acceptCounter, port int) {
 	for range 20 {
 		two = listenCounting(t, "127.0.0.2:0")
 		port = two.port()
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		one, err := startCounting(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // port taken on 127.0.0.1; try another
 		}
-		ln.Close()
-		return listenCounting(t, ln.Addr().String()), two, port
+		t.Cleanup(one.stop)
+		return one, two, port
 	}
 	t.Fatal("no port free on both 127.0.0.1 and 127.0.0.2")
 	return nil, nil, 0
@@ -69,15 +78,23 @@ func (c *acceptCounter) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
 
 func (c *acceptCounter) addr() string { return c.ln.Addr().String() }
 
-// accepted returns the remote addresses of all connections accepted so far,
+func (c *acceptCounter) accepted(t *testing.T) []string {
+	t.Helper()
+	got, err := c.flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// flush returns the remote addresses of all connections accepted so far,
 // its own markers excluded. It first dials a marker connection and waits for
 // it: the kernel hands out queued connections in order, so every earlier
 // connection has been recorded once the marker is.
-func (c *acceptCounter) accepted(t *testing.T) []string {
-	t.Helper()
+func (c *acceptCounter) flush() ([]string, error) {
 	marker, err := net.Dial("tcp", c.addr())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer marker.Close()
 	mark := marker.LocalAddr().String()
@@ -88,7 +105,7 @@ func (c *acceptCounter) accepted(t *testing.T) []string {
 		var got []string
 		for _, s := range c.seen {
 			if s == mark {
-				return got
+				return got, nil
 			}
 			if !c.markers[s] {
 				got = append(got, s)
@@ -97,5 +114,3 @@ func (c *acceptCounter) accepted(t *testing.T) []string {
 		c.cond.Wait()
 	}
 }
-
-func (c *acceptCounter) String() string { return fmt.Sprintf("listener %s", c.addr()) }
