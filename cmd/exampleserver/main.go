@@ -1,0 +1,72 @@
+// Command exampleserver serves a small MCP server over Streamable HTTP on a
+// loopback address, for `make run` and for trying the functions locally.
+//
+// Usage:
+//
+//	exampleserver [-addr 127.0.0.1:0] [-stateless]
+//
+// The first line on stdout is "exampleserver: serving http://HOST:PORT/mcp".
+// It stops on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrNotLoopback is returned for a listen address outside loopback.
+var ErrNotLoopback = errors.New("exampleserver: listen address is not loopback")
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "loopback `host:port` to listen on (port 0 picks a free one)")
+	stateless := flag.Bool("stateless", false, "serve statelessly (protocol 2026-07-28) instead of with sessions (2025-11-25)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *addr, *stateless, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve listens on addr, which must be a loopback IP and port, prints the MCP
+// endpoint URL to out, and serves until ctx is done.
+func serve(ctx context.Context, addr string, stateless bool, out io.Writer) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return fmt.Errorf("%w: %q (want e.g. 127.0.0.1:8080)", ErrNotLoopback, addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("exampleserver: %w", err)
+	}
+	server := newServer(time.Now)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: stateless}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	fmt.Fprintf(out, "exampleserver: serving http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("exampleserver: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}

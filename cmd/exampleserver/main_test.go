@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func connect(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestTools(t *testing.T) {
+	fixed := time.Date(2026, 11, 29, 22, 30, 0, 0, time.UTC)
+	server := newServer(func() time.Time { return fixed })
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(ts.Close)
+	cs := connect(t, ts.URL)
+
+	tests := []struct {
+		name     string
+		tool     string
+		args     string
+		wantText string
+		wantOut  string // structuredContent; "" for a tool error
+	}{
+		{"time in UTC by default", "current_time", `{}`,
+			"2026-11-29T22:30:00Z (Sunday, UTC)", `{"time":"2026-11-29T22:30:00Z","timezone":"UTC","weekday":"Sunday"}`},
+		{"time in a zone", "current_time", `{"timezone":"Asia/Tokyo"}`,
+			"2026-11-30T07:30:00+09:00 (Monday, Asia/Tokyo)", `{"time":"2026-11-30T07:30:00+09:00","timezone":"Asia/Tokyo","weekday":"Monday"}`},
+		{"unknown zone is a tool error", "current_time", `{"timezone":"Mars/Olympus"}`, `unknown time zone "Mars/Olympus"`, ""},
+		{"add", "calculate", `{"op":"add","a":2,"b":40}`, "42", `{"result":42}`},
+		{"divide", "calculate", `{"op":"divide","a":1,"b":4}`, "0.25", `{"result":0.25}`},
+		{"divide by zero is a tool error", "calculate", `{"op":"divide","a":1,"b":0}`, "division by zero: 1 / 0", ""},
+		{"unknown op is a tool error", "calculate", `{"op":"pow","a":2,"b":3}`, `unknown op "pow"`, ""},
+		{"overflow is a tool error", "calculate", `{"op":"multiply","a":1e308,"b":10}`, "has no finite result", ""},
+		{"word stats", "word_stats", `{"text":"one two\nthree\n"}`,
+			"3 words, 14 characters, 2 lines", `{"characters":14,"lines":2,"words":3}`},
+		{"empty text", "word_stats", `{"text":""}`, "0 words, 0 characters, 0 lines", `{"characters":0,"lines":0,"words":0}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool, Arguments: json.RawMessage(tt.args)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := res.IsError, tt.wantOut == ""; got != want {
+				t.Errorf("IsError = %v, want %v", got, want)
+			}
+			if len(res.Content) != 1 {
+				t.Fatalf("got %d content blocks, want 1", len(res.Content))
+			}
+			text, ok := res.Content[0].(*mcp.TextContent)
+			if !ok || !strings.Contains(text.Text, tt.wantText) {
+				t.Errorf("content %#v, want text containing %q", res.Content[0], tt.wantText)
+			}
+			if tt.wantOut == "" {
+				return
+			}
+			got, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantOut, string(got)); diff != "" {
+				t.Errorf("structuredContent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServe runs the command's serve loop in both protocol eras and checks
+// the printed endpoint answers with the three tools and the negotiated
+// version.
+func TestServe(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		stateless   bool
+		wantVersion string
+	}{
+		{"stateful", false, "2025-11-25"},
+		{"stateless", true, "2026-07-28"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- serve(ctx, "127.0.0.1:0", tt.stateless, pw)
+				pw.Close()
+			}()
+			line, err := bufio.NewReader(pr).ReadString('\n')
+			if err != nil {
+				t.Fatalf("read endpoint line: %v", err)
+			}
+			go io.Copy(io.Discard, pr)
+			url, ok := strings.CutPrefix(strings.TrimSpace(line), "exampleserver: serving ")
+			if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+				t.Fatalf("first line %q does not announce a loopback endpoint", line)
+			}
+			cs := connect(t, url)
+			if got := cs.InitializeResult().ProtocolVersion; got != tt.wantVersion {
+				t.Errorf("negotiated %q, want %q", got, tt.wantVersion)
+			}
+			res, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+			}
+			if diff := cmp.Diff([]string{"calculate", "current_time", "word_stats"}, names); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			cs.Close()
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve returned %v after cancel, want nil", err)
+			}
+		})
+	}
+}
+
+func TestServeRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{
+		"0.0.0.0:0",   // all interfaces
+		":8080",       // all interfaces, host omitted
+		"10.0.0.1:80", // private
+		"localhost:0", // a name, not an IP
+		"127.0.0.1",   // no port
+	} {
+		err := serve(t.Context(), addr, false, io.Discard)
+		if !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("serve(%q) = %v, want ErrNotLoopback", addr, err)
+		}
+	}
+}
