@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errNotObject reports arguments that are not a JSON object.
+var errNotObject = errors.New("mcp: arguments are not a JSON object")
+
+// CallTool runs the named tool within CallTimeout and ctx. arguments go out
+// as given (whitespace compacted); empty, nil or null go out as {}. A tool
+// that failed on its own terms is a result with IsError. Errors wrap
+// ErrServerAnswered when the server answered unusably (a JSON-RPC error, an
+// unreadable result, a request for input), else ErrUnauthorized, guard
+// errors, ErrBudgetExceeded, or a network error or deadline.
+func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMessage) (*CallResult, error) {
+	var args any // an untyped nil is what the SDK sends as {}
+	if trimmed := bytes.TrimSpace(arguments); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if trimmed[0] != '{' || !json.Valid(trimmed) {
+			return nil, fmt.Errorf("mcp: call %q: %w", truncate(name, 128), errNotObject)
+		}
+		args = json.RawMessage(trimmed)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	ctx, op, done := c.begin(ctx)
+	defer done()
+
+	what := fmt.Sprintf("call %q", truncate(name, 128))
+	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, c.fail(ctx, op, what, ErrServerAnswered, err)
+	}
+	if res.NeedsInput() {
+		return nil, fmt.Errorf("mcp: %s: %w: the server asked for input (input_required) and this client has none to give", what, ErrServerAnswered)
+	}
+	out := &CallResult{IsError: res.IsError}
+	for _, block := range res.Content {
+		cont, keep, err := content(block)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: %s: %w: %w", what, ErrServerAnswered, err)
+		}
+		if keep {
+			out.Content = append(out.Content, cont)
+		}
+	}
+	if res.StructuredContent != nil {
+		s, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: %s: %w: structuredContent does not re-marshal: %w", what, ErrServerAnswered, err)
+		}
+		out.Structured = s
+	}
+	return out, nil
+}
+
+// content converts one SDK block. keep is false for the sampling-only
+// types a tool result has no use for (tool_use, tool_result).
+func content(block sdk.Content) (c Content, keep bool, err error) {
+	switch b := block.(type) {
+	case *sdk.TextContent:
+		return Content{Type: "text", Text: b.Text}, true, nil
+	case *sdk.ImageContent:
+		return Content{Type: "image", Data: b.Data, MIMEType: b.MIMEType}, true, nil
+	case *sdk.AudioContent:
+		return Content{Type: "audio", Data: b.Data, MIMEType: b.MIMEType}, true, nil
+	case *sdk.ResourceLink:
+		return Content{Type: "resource_link", URI: b.URI, MIMEType: b.MIMEType}, true, nil
+	case *sdk.EmbeddedResource:
+		if b.Resource == nil {
+			return Content{}, false, errors.New("a resource block carries no resource")
+		}
+		r := b.Resource
+		return Content{Type: "resource", URI: r.URI, MIMEType: r.MIMEType, Text: r.Text, Data: r.Blob}, true, nil
+	default:
+		return Content{}, false, nil
+	}
+}

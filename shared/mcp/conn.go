@@ -1,0 +1,222 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfn/mcpfn/shared/guard"
+)
+
+// DefaultClient is the guarded client used when Config.HTTPClient is nil:
+// the process-wide egress policy at dial time, no redirects, 64 KiB header
+// blocks, and DialTimeout per request.
+var DefaultClient = guard.NewClient(DialTimeout)
+
+// CallClient is DefaultClient with CallTimeout per request, for
+// connections that run tools.
+var CallClient = guard.NewClient(CallTimeout)
+
+// closeTimeout bounds Close; whatever is still in flight then is cancelled.
+const closeTimeout = 900 * time.Millisecond
+
+// connectGrace is how long after Connect's deadline the SDK may keep
+// requests in flight before they are cancelled.
+const connectGrace = 200 * time.Millisecond
+
+// implementation is how this client introduces itself.
+var implementation = &sdk.Implementation{Name: "mcpfn", Version: "1"}
+
+// Conn is one open MCP connection. Its methods are not safe for concurrent
+// use; Stats and Close may be called from any goroutine.
+type Conn struct {
+	cs       *sdk.ClientSession
+	tr       *transport
+	log      *dropLog
+	endpoint string
+
+	mu    sync.Mutex
+	stats Stats
+	pages map[string][]byte // raw tools/list results by cursor
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect opens a Streamable HTTP connection to cfg.URL and negotiates a
+// protocol version, within DialTimeout and ctx. The URL is checked before
+// any dial (errors wrap guard.ErrBadURL or guard.ErrDenied). Other errors
+// wrap guard.ErrDenied, guard.ErrRedirect, ErrUnauthorized or ErrProtocol
+// when one of those ended the handshake; otherwise the connection failed.
+func Connect(ctx context.Context, cfg Config) (*Conn, error) {
+	base := cfg.HTTPClient
+	guarded := base == nil || base == DefaultClient || base == CallClient
+	if base == nil {
+		base = DefaultClient
+	}
+	var endpoint *url.URL
+	var err error
+	if guarded {
+		endpoint, err = guard.Default().CheckURL(cfg.URL)
+	} else {
+		endpoint, err = guard.CheckURL(cfg.URL, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcp: connect: %w", err)
+	}
+
+	tr := newTransport(base.Transport, endpoint, cfg.BearerToken)
+	hc := &http.Client{
+		Transport:     tr,
+		CheckRedirect: tr.checkRedirect(base.CheckRedirect),
+		Jar:           base.Jar,
+		Timeout:       base.Timeout,
+	}
+	c := &Conn{tr: tr, log: &dropLog{}, endpoint: cfg.URL}
+
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	defer killAfter(ctx, connectGrace, tr.kill)()
+
+	hint := cfg.ProtocolVersion
+	if !slices.Contains(sdk.SupportedProtocolVersions(), hint) {
+		hint = ""
+	}
+	cs, err := c.connect(ctx, hc, hint)
+	if err != nil && hint != "" && ctx.Err() == nil && !errors.Is(err, ErrUnauthorized) &&
+		!errors.Is(err, guard.ErrDenied) && !errors.Is(err, guard.ErrRedirect) && !errors.Is(err, ErrBudgetExceeded) {
+		cs, err = c.connect(ctx, hc, "")
+	}
+	if err == nil && tr.life.Err() != nil {
+		_ = cs.Close()
+		err = fmt.Errorf("mcp: connect: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		tr.kill()
+		return nil, err
+	}
+	c.cs = cs
+	res := cs.InitializeResult()
+	c.stats.ProtocolVersion = res.ProtocolVersion
+	if res.ServerInfo != nil {
+		c.stats.ServerName = truncate(res.ServerInfo.Name, 256)
+		c.stats.ServerVersion = truncate(res.ServerInfo.Version, 256)
+	}
+	return c, nil
+}
+
+func (c *Conn) connect(ctx context.Context, hc *http.Client, hint string) (*sdk.ClientSession, error) {
+	ctx, op, done := c.begin(ctx)
+	defer done()
+	client := sdk.NewClient(implementation, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{},
+		Logger:       slog.New(c.log),
+	})
+	t := &sdk.StreamableClientTransport{
+		Endpoint:             c.endpoint,
+		HTTPClient:           hc,
+		DisableStandaloneSSE: true,
+		MaxEventSize:         MaxResponseBytes,
+	}
+	var opts *sdk.ClientSessionOptions
+	if hint != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: hint}
+	}
+	cs, err := client.Connect(ctx, t, opts)
+	if err != nil {
+		return nil, c.fail(ctx, op, "connect", ErrProtocol, err)
+	}
+	return cs, nil
+}
+
+// killAfter arranges for kill to run d after ctx ends, until the returned
+// function is called.
+func killAfter(ctx context.Context, d time.Duration, kill func()) (stop func()) {
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopped := false
+	unlink := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(d, kill)
+		}
+	})
+	return func() {
+		unlink()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// begin starts an operation: requests sent until done is called are
+// attributed to it, and a fatal transport error cancels ctx.
+func (c *Conn) begin(ctx context.Context) (context.Context, *operation, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	op := c.tr.begin(cancel)
+	return ctx, op, func() {
+		c.tr.end(op)
+		cancel(nil)
+	}
+}
+
+// fail maps an SDK error from operation op. answered is the sentinel for a
+// server that answered the last request with something unusable.
+func (c *Conn) fail(ctx context.Context, op *operation, what string, answered, err error) error {
+	fatal, lastErr, wasAnswered := c.tr.outcome(op)
+	switch {
+	case fatal != nil:
+		return fmt.Errorf("mcp: %s: %w", what, fatal)
+	case ctx.Err() != nil:
+		return fmt.Errorf("mcp: %s: %w (%v)", what, ctx.Err(), err)
+	case wasAnswered:
+		return fmt.Errorf("mcp: %s: %w: %w", what, answered, err)
+	case lastErr != nil && !errors.Is(err, lastErr):
+		return fmt.Errorf("mcp: %s: %w (transport: %w)", what, err, lastErr)
+	default:
+		return fmt.Errorf("mcp: %s: %w", what, err)
+	}
+}
+
+// Stats returns what the connection cost so far. It is safe on a nil Conn.
+func (c *Conn) Stats() Stats {
+	if c == nil {
+		return Stats{}
+	}
+	c.mu.Lock()
+	s := c.stats
+	c.mu.Unlock()
+	s.Requests, s.ResponseBytes = c.tr.stats()
+	return s
+}
+
+// Close ends the session (a DELETE when the server gave it an id) and
+// cancels everything still in flight, within about a second. It is safe to
+// call more than once, on a Conn whose work failed, and on a nil Conn.
+func (c *Conn) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.closeOnce.Do(func() {
+		timer := time.AfterFunc(closeTimeout, c.tr.kill)
+		err := c.cs.Close()
+		timer.Stop()
+		c.tr.kill()
+		if err != nil {
+			c.closeErr = fmt.Errorf("mcp: close: %w", err)
+		}
+	})
+	return c.closeErr
+}

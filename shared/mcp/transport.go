@@ -1,0 +1,539 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/guard"
+)
+
+// Caps on requests whose end nothing waits for. The SDK sends a
+// notifications/cancelled on a detached context for up to 5 s, and the
+// session-ending DELETE for up to 5 s; both are best effort.
+const (
+	cancelNotifyTimeout = 250 * time.Millisecond
+	deleteTimeout       = 500 * time.Millisecond
+)
+
+const methodCancelled = "notifications/cancelled"
+
+// transport is the RoundTripper every request of one Conn goes through. It
+// counts requests, charges the response budget before the SDK reads a body,
+// records what the SDK flattens into text (a refused dial, a refused
+// redirect, a 401/403, an exhausted budget) as the current operation's fatal
+// error and cancels that operation, and notes which calls the server
+// answered, keeping the raw result of each tools/list.
+type transport struct {
+	next   http.RoundTripper
+	origin string // scheme://host of the endpoint: the only origin that gets the token
+	token  string
+
+	life context.Context // ends every request of the Conn when cancelled
+	kill context.CancelFunc
+
+	mu       sync.Mutex
+	requests int
+	seq      int
+	charged  int64
+	spent    error // set once the budget is exceeded; no request is sent after
+	op       *operation
+}
+
+// operation is what the transport learns during one Connect, ListTools or
+// CallTool.
+type operation struct {
+	cancel  context.CancelCauseFunc
+	fatal   error
+	lastErr error // the last transport failure, kept visible to errors.Is
+
+	calls    map[string]string // JSON-RPC id → method, of the calls sent
+	answered map[string]bool   // request key → the server answered it
+	last     string            // key of the last request sent, "" before any
+	page     json.RawMessage   // result of the last tools/list answered
+	pageID   string
+}
+
+func newTransport(next http.RoundTripper, endpoint *url.URL, token string) *transport {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	life, kill := context.WithCancel(context.Background())
+	return &transport{
+		next:   next,
+		origin: endpoint.Scheme + "://" + strings.ToLower(endpoint.Host),
+		token:  token,
+		life:   life,
+		kill:   kill,
+	}
+}
+
+// begin makes op the operation that requests are attributed to.
+func (t *transport) begin(cancel context.CancelCauseFunc) *operation {
+	op := &operation{cancel: cancel, calls: map[string]string{}, answered: map[string]bool{}}
+	t.mu.Lock()
+	t.op = op
+	t.mu.Unlock()
+	return op
+}
+
+// end detaches op; later requests belong to no operation.
+func (t *transport) end(op *operation) {
+	t.mu.Lock()
+	if t.op == op {
+		t.op = nil
+	}
+	t.mu.Unlock()
+}
+
+// fatal records err as op's fatal error, once, and cancels op with it.
+func (t *transport) fatal(op *operation, err error) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	first := op.fatal == nil
+	if first {
+		op.fatal = err
+	}
+	t.mu.Unlock()
+	if first {
+		op.cancel(err)
+	}
+}
+
+func (t *transport) note(op *operation, err error) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	op.lastErr = err
+	t.mu.Unlock()
+}
+
+// outcome returns what op learnt: its fatal error, its last transport
+// failure, and whether the server answered op's last request.
+func (t *transport) outcome(op *operation) (fatal, lastErr error, answered bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.fatal, op.lastErr, op.last != "" && op.answered[op.last]
+}
+
+// takePage returns the raw result of the last tools/list op saw answered,
+// and forgets it.
+func (t *transport) takePage(op *operation) (json.RawMessage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := op.page, op.pageID != ""
+	op.page, op.pageID = nil, ""
+	return p, ok
+}
+
+func (t *transport) stats() (requests int, charged int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.requests, t.charged
+}
+
+// charge adds n bytes to the connection's budget and reports the budget
+// error once it is exceeded.
+func (t *transport) charge(op *operation, n int64) error {
+	t.mu.Lock()
+	t.charged += n
+	if t.charged > MaxResponseBytes && t.spent == nil {
+		t.spent = fmt.Errorf("%w: %w: the connection received more than %d bytes", ErrProtocol, ErrBudgetExceeded, MaxResponseBytes)
+	}
+	spent := t.spent
+	t.mu.Unlock()
+	if spent != nil {
+		t.fatal(op, spent)
+	}
+	return spent
+}
+
+// request is what the transport reads from an outgoing JSON-RPC message.
+type request struct {
+	key    string // id key for a call, "" for a notification or a non-POST
+	method string
+}
+
+// register counts req and attributes it to the current operation.
+func (t *transport) register(req request) *operation {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.requests++
+	op := t.op
+	if op == nil || req.method == methodCancelled {
+		return op
+	}
+	t.seq++
+	op.last = "r" + strconv.Itoa(t.seq)
+	if req.key != "" {
+		op.calls[req.key] = req.method
+		op.last = req.key
+	}
+	return op
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	spent := t.spent
+	t.mu.Unlock()
+	if spent != nil {
+		closeBody(req)
+		return nil, spent
+	}
+	msg, err := peek(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+
+	ctx := req.Context()
+	var stops []func()
+	stop := func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
+		stops = append(stops, cancel)
+	}
+	switch {
+	case msg.method == methodCancelled:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cancelNotifyTimeout)
+		stops = append(stops, cancel)
+	case req.Method == http.MethodDelete:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deleteTimeout)
+		stops = append(stops, cancel)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(t.life, cancel)
+	stops = append(stops, func() { unlink() }, cancel)
+
+	op := t.register(msg)
+	var firstByte bool
+	var traceMu sync.Mutex
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() {
+			traceMu.Lock()
+			firstByte = true
+			traceMu.Unlock()
+		},
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			return t.charge(op, headerBytes(code, http.Header(h)))
+		},
+	})
+
+	out := req.Clone(ctx)
+	if t.token != "" && sameOrigin(out.URL, t.origin) {
+		out.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	resp, err := t.next.RoundTrip(out)
+	if err != nil {
+		stop()
+		traceMu.Lock()
+		answering := firstByte
+		traceMu.Unlock()
+		return nil, t.failed(op, ctx, err, answering)
+	}
+
+	if err := t.charge(op, headerBytes(resp.StatusCode, resp.Header)); err != nil {
+		resp.Body.Close()
+		stop()
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		t.fatal(op, unauthorized(resp))
+	}
+
+	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok2xx && mediaType(resp) == "text/event-stream" {
+		resp.Body = &meteredBody{t: t, op: op, rc: resp.Body, stop: stop, tap: sseTap{onEvent: func(data []byte) {
+			t.observe(op, data, msg.key != "")
+		}}}
+		return resp, nil
+	}
+
+	body, err := t.readAll(op, resp)
+	resp.Body.Close()
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok2xx:
+		t.observeRefusal(op, body)
+	case msg.key == "":
+	case mediaType(resp) == "application/json":
+		t.observe(op, body, true)
+	default:
+		t.markAnswered(op, msg.key)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
+}
+
+// failed classifies a failed round trip. A refused dial or a response head
+// that could not be parsed ends the operation; anything else is a network
+// failure the SDK decides about.
+func (t *transport) failed(op *operation, ctx context.Context, err error, answering bool) error {
+	switch {
+	case errors.Is(err, guard.ErrDenied):
+		t.fatal(op, err)
+	case answering && ctx.Err() == nil:
+		err = fmt.Errorf("%w: malformed or oversized response header: %w", ErrProtocol, err)
+		t.fatal(op, err)
+	default:
+		t.note(op, err)
+	}
+	return err
+}
+
+// readAll reads a whole body within the remaining budget, charging it.
+func (t *transport) readAll(op *operation, resp *http.Response) ([]byte, error) {
+	t.mu.Lock()
+	remaining := MaxResponseBytes - t.charged
+	t.mu.Unlock()
+	if resp.ContentLength > remaining {
+		return nil, t.charge(op, resp.ContentLength)
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, remaining+1))
+	if cerr := t.charge(op, int64(buf.Len())); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		t.note(op, err)
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// observe reads one JSON-RPC message the server sent. fromCall says it
+// came in reply to a call, so a message that does not decode is an answer
+// that could not be read.
+func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
+	if op == nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &m); err != nil {
+		if fromCall {
+			t.mu.Lock()
+			op.answered[op.last] = true
+			t.mu.Unlock()
+		}
+		return
+	}
+	result, hasResult := m["result"]
+	_, hasError := m["error"]
+	if !hasResult && !hasError {
+		return // a request or notification from the server
+	}
+	key := idKey(m["id"])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	method, ours := op.calls[key]
+	switch {
+	case ours:
+		op.answered[key] = true
+		if method == "tools/list" && hasResult {
+			op.page, op.pageID = result, key
+		}
+	case key == "" && hasError:
+		op.answered[op.last] = true
+	}
+}
+
+// observeRefusal notes a non-2xx body that carries a JSON-RPC error: the
+// SDK surfaces it as the call's error.
+func (t *transport) observeRefusal(op *operation, body []byte) {
+	if op == nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return
+	}
+	if _, ok := m["error"]; !ok {
+		return
+	}
+	key := idKey(m["id"])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ours := op.calls[key]; ours {
+		op.answered[key] = true
+	} else if key == "" {
+		op.answered[op.last] = true
+	}
+}
+
+func (t *transport) markAnswered(op *operation, key string) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	op.answered[key] = true
+	t.mu.Unlock()
+}
+
+// checkRedirect wraps a client's redirect policy so that a refusal ends
+// the current operation with the policy's error.
+func (t *transport) checkRedirect(policy func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	if policy == nil {
+		return nil
+	}
+	return func(req *http.Request, via []*http.Request) error {
+		err := policy(req, via)
+		if err != nil && !errors.Is(err, http.ErrUseLastResponse) {
+			t.mu.Lock()
+			op := t.op
+			t.mu.Unlock()
+			t.fatal(op, err)
+		}
+		return err
+	}
+}
+
+// meteredBody charges a streamed body as the SDK reads it and feeds it to
+// the SSE tap.
+type meteredBody struct {
+	t    *transport
+	op   *operation
+	rc   io.ReadCloser
+	stop func()
+	tap  sseTap
+	err  error
+	once sync.Once
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		if cerr := b.t.charge(b.op, int64(n)); cerr != nil {
+			b.err = cerr
+			b.rc.Close()
+			return 0, cerr
+		}
+		b.tap.write(p[:n])
+	}
+	switch {
+	case err == io.EOF:
+		b.tap.end()
+	case err != nil:
+		b.t.note(b.op, err)
+	}
+	return n, err
+}
+
+func (b *meteredBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(b.stop)
+	return err
+}
+
+// peek reads the JSON-RPC id and method of a POST body, leaving the body
+// readable.
+func peek(req *http.Request) (request, error) {
+	if req.Method != http.MethodPost || req.Body == nil || req.Body == http.NoBody {
+		return request{}, nil
+	}
+	var body []byte
+	var err error
+	if req.GetBody != nil {
+		var rc io.ReadCloser
+		if rc, err = req.GetBody(); err == nil {
+			body, err = io.ReadAll(rc)
+			rc.Close()
+		}
+	} else {
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	if err != nil {
+		return request{}, err
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return request{}, nil
+	}
+	return request{key: idKey(m.ID), method: m.Method}, nil
+}
+
+// idKey normalises a JSON-RPC id the way the SDK matches it: integral
+// numbers by value, strings by content. Null or absent is "".
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return "s:" + s
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != float64(int64(f)) {
+		return "x:" + string(raw)
+	}
+	return "n:" + strconv.FormatInt(int64(f), 10)
+}
+
+// headerBytes is what a response head costs at least: its status line,
+// every parsed field as "Name: value\r\n", and the blank line.
+func headerBytes(status int, h http.Header) int64 {
+	n := int64(len("HTTP/1.1 000 \r\n")+len(http.StatusText(status))) + 2
+	for k, vs := range h {
+		for _, v := range vs {
+			n += int64(len(k) + len(": ") + len(v) + len("\r\n"))
+		}
+	}
+	return n
+}
+
+func mediaType(resp *http.Response) string {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt
+}
+
+func sameOrigin(u *url.URL, origin string) bool {
+	return u.Scheme+"://"+strings.ToLower(u.Host) == origin
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
