@@ -27,12 +27,14 @@ func NewClient(timeout time.Duration) *http.Client {
 	return NewClientWithPolicy(nil, timeout)
 }
 
-// NewClientWithPolicy returns a guarded client: dials through a [Dialer] with
-// p (nil means [Default] at dial time) and a 10 s dial cap; no proxy;
-// redirects refused with [ErrRedirect]; HTTP/2 attempted; TLS 1.2 minimum;
-// 10 s TLS handshake; 64 idle connections, 8 per host, closed after 90 s idle;
-// [MaxHeaderBytes]; no response-header timeout. timeout caps each request.
-// Client.Transport is an *http.Transport.
+// NewClientWithPolicy returns a guarded client; timeout caps each request.
+// Client.Transport is an *http.Transport with:
+//   - dials through a [Dialer] using p (nil: [Default] at dial time), 10 s cap;
+//   - no proxy; HTTP/2 attempted; TLS 1.2 minimum, 10 s handshake;
+//   - 64 idle connections, 8 per host, closed after 90 s idle;
+//   - [MaxHeaderBytes]; no response-header timeout.
+//
+// Redirects are refused with [ErrRedirect].
 func NewClientWithPolicy(p *Policy, timeout time.Duration) *http.Client {
 	return newClient(&Dialer{Policy: p, Timeout: dialTimeout}, timeout)
 }

@@ -255,7 +255,7 @@ func parseEntry(s string) (allowEntry, error) {
 	}
 	pfx, err := netip.ParsePrefix(prefixPart)
 	if err != nil {
-		if strings.Count(s, ":") > 1 && !strings.HasPrefix(s, "[") && strings.Count(s, "/") == 1 && strings.LastIndexByte(s, ':') > strings.IndexByte(s, '/') {
+		if slash := strings.IndexByte(s, '/'); slash >= 0 && strings.LastIndexByte(s, ':') > slash && !strings.HasPrefix(s, "[") {
 			return bad("an IPv6 prefix with a port is written [PREFIX]:PORT, e.g. [::1/128]:8080")
 		}
 		return bad("want CIDR prefix, e.g. 10.0.0.0/8, 127.0.0.1/32:8080 or [::1/128]:8080: %v", err)
