@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode"
 )
 
 // EnvAllowList names the environment variable holding the allow list
@@ -108,9 +109,7 @@ func NewPolicy(allow ...string) (*Policy, error) {
 // whitespace and validates each entry as [NewPolicy] does. An empty or blank
 // s returns nil.
 func ParseAllowList(s string) ([]string, error) {
-	fields := strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	})
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	if len(fields) == 0 {
 		return nil, nil
 	}
@@ -200,7 +199,10 @@ func (p *Policy) isRuntimeAPI(e netip.Addr, port uint16) bool {
 	return false
 }
 
-var defaultPolicy atomic.Pointer[Policy]
+var (
+	defaultPolicy atomic.Pointer[Policy]
+	zeroPolicy    Policy
+)
 
 // SetDefault sets the process-wide policy that [Default] returns; nil
 // restores the zero Policy. Safe for concurrent use.
@@ -212,7 +214,7 @@ func Default() *Policy {
 	if p := defaultPolicy.Load(); p != nil {
 		return p
 	}
-	return &Policy{}
+	return &zeroPolicy
 }
 
 var (
