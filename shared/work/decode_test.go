@@ -1,0 +1,109 @@
+package work
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type sample struct {
+	Name  string   `json:"name"`
+	Items []string `json:"items,omitempty"`
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    sample
+		wantErr string // the *Error's message; "" means success
+	}{
+		{name: "object", body: `{"name":"a","items":["x"]}`, want: sample{Name: "a", Items: []string{"x"}}},
+		{name: "leading whitespace", body: " \n{\"name\":\"a\"}", want: sample{Name: "a"}},
+		{name: "trailing whitespace", body: `{"name":"a"}  ` + "\n", want: sample{Name: "a"}},
+		{name: "unknown field", body: `{"name":"a","nmae":"b"}`, wantErr: `unknown field "nmae"`},
+		{name: "wrong type", body: `{"name":1}`, wantErr: `field "name": want string, got JSON number`},
+		{name: "trailing object", body: `{"name":"a"}{}`, wantErr: "unexpected data after the request object"},
+		{name: "array", body: `[{"name":"a"}]`, wantErr: "the request must be a JSON object"},
+		{name: "null", body: `null`, wantErr: "the request must be a JSON object"},
+		{name: "empty", body: ``, wantErr: "the request must be a JSON object"},
+		{name: "truncated", body: `{"name":"a"`, wantErr: "truncated JSON"},
+		{name: "syntax", body: `{"name":'a'}`, wantErr: "malformed JSON at byte 9: invalid character '\\'' looking for beginning of value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got sample
+			err := Decode([]byte(tt.body), &got)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("Decode (-want +got):\n%s", diff)
+				}
+				return
+			}
+			var we *Error
+			if !errors.As(err, &we) {
+				t.Fatalf("Decode error = %v, want *Error", err)
+			}
+			if we.Type != InvalidRequest || we.Message != tt.wantErr {
+				t.Errorf("Decode error = %s %q, want %s %q", we.Type, we.Message, InvalidRequest, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTaskToken(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"present", `{"task_token":"tok","x":1}`, "tok"},
+		{"absent", `{"x":1}`, ""},
+		{"not a string", `{"task_token":5}`, ""},
+		{"not JSON", `task_token`, ""},
+		{"present beside an unknown field", `{"bogus":true,"task_token":"tok"}`, "tok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := taskToken([]byte(tt.body)); got != tt.want {
+				t.Errorf("taskToken(%s) = %q, want %q", tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSQSEventShape(t *testing.T) {
+	tests := []struct {
+		name      string
+		payload   string
+		wantSQS   bool
+		wantError bool
+	}{
+		{name: "direct request", payload: `{"server_url":"https://x"}`},
+		{name: "not an object", payload: `"hello"`},
+		{name: "records key", payload: `{"Records":[{"messageId":"m","eventSource":"aws:sqs","body":"{}"}]}`, wantSQS: true},
+		{name: "empty batch", payload: `{"Records":[]}`, wantSQS: true},
+		{name: "another event source", payload: `{"Records":[{"messageId":"m","eventSource":"aws:sns"}]}`, wantError: true},
+		{name: "record without id", payload: `{"Records":[{"eventSource":"aws:sqs"}]}`, wantError: true},
+		{name: "records not a list", payload: `{"Records":{}}`, wantError: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := sqsEvent([]byte(tt.payload))
+			if (err != nil) != tt.wantError {
+				t.Fatalf("sqsEvent error = %v, want error %t", err, tt.wantError)
+			}
+			if err != nil {
+				if TypeOf(err) != InvalidRequest {
+					t.Errorf("error type = %s, want %s", TypeOf(err), InvalidRequest)
+				}
+				return
+			}
+			if (ev != nil) != tt.wantSQS {
+				t.Errorf("sqsEvent = %v, want SQS %t", ev, tt.wantSQS)
+			}
+		})
+	}
+}

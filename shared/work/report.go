@@ -1,0 +1,149 @@
+package work
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Outcome is how a work item ended; it prints as the word logs carry.
+type Outcome int
+
+// Outcomes.
+const (
+	Succeeded        Outcome = iota // result returned, or record done
+	Failed                          // direct invocation answered with a wire error
+	TaskSucceeded                   // SendTaskSuccess accepted
+	TaskFailed                      // SendTaskFailure accepted
+	DeadLettered                    // permanent failure moved to the DLQ
+	Requeued                        // reported as a batch item failure
+	NotStarted                      // no useful budget left; back to the queue
+	ReportFailed                    // SendTask* failed; back to the queue
+	DeadLetterFailed                // the DLQ send failed; back to the queue
+)
+
+var outcomeWords = [...]string{
+	Succeeded:        "succeeded",
+	Failed:           "failed",
+	TaskSucceeded:    "task_succeeded",
+	TaskFailed:       "task_failed",
+	DeadLettered:     "dead_lettered",
+	Requeued:         "requeued",
+	NotStarted:       "not_started",
+	ReportFailed:     "report_failed",
+	DeadLetterFailed: "dead_letter_failed",
+}
+
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeWords) {
+		return "unknown"
+	}
+	return outcomeWords[o]
+}
+
+// summarize writes the item's summary line and its metrics.
+func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
+	elapsed := r.cfg.Now().Sub(start)
+	it.mu.Lock()
+	attrs := []slog.Attr{
+		slog.String("function", r.cfg.Function),
+		slog.String("request_id", it.RequestID),
+		slog.String("work_item", it.ID),
+		slog.String("source", it.Source.String()),
+		slog.Bool("task_token", it.TaskToken != ""),
+		slog.String("server", it.server),
+		slog.String("protocol_version", it.protocol),
+		slog.String("outcome", o.String()),
+		slog.String("error_type", string(TypeOf(err))),
+		slog.Int("requests", it.requests),
+		slog.Int64("response_bytes", it.bytes),
+		slog.Int64("duration_ms", elapsed.Milliseconds()),
+	}
+	attrs = append(attrs, it.attrs...)
+	bytes := it.bytes
+	it.mu.Unlock()
+	level := slog.LevelInfo
+	if err != nil {
+		attrs = append(attrs, slog.String("error", it.Scrub(err.Error())))
+		level = slog.LevelWarn
+		if TypeOf(err) == Internal {
+			level = slog.LevelError
+		}
+	}
+	r.cfg.Logger.LogAttrs(context.Background(), level, "work item", attrs...)
+	r.metrics.emit(r.cfg.Now(), o, TypeOf(err), elapsed, bytes)
+}
+
+// Namespace is the CloudWatch namespace of the metrics.
+const Namespace = "mcpfn"
+
+// metrics writes one CloudWatch Embedded Metric Format line per work item:
+// WorkItems, Duration and ResponseBytes by Function; NotStarted by Function;
+// Failures by Function and ErrorType.
+type metrics struct {
+	mu       sync.Mutex
+	w        io.Writer
+	function string
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+func (m *metrics) emit(now time.Time, o Outcome, t ErrorType, d time.Duration, bytes int64) {
+	doc := map[string]any{
+		"Function":      m.function,
+		"Outcome":       o.String(),
+		"WorkItems":     1,
+		"NotStarted":    0,
+		"Duration":      float64(d.Microseconds()) / 1000,
+		"ResponseBytes": bytes,
+	}
+	meta := emfMeta{
+		Timestamp: now.UnixMilli(),
+		CloudWatchMetrics: []emfDirective{{
+			Namespace:  Namespace,
+			Dimensions: [][]string{{"Function"}},
+			Metrics: []emfMetric{
+				{"WorkItems", "Count"}, {"NotStarted", "Count"},
+				{"Duration", "Milliseconds"}, {"ResponseBytes", "Bytes"},
+			},
+		}},
+	}
+	if o == NotStarted {
+		doc["NotStarted"] = 1
+	}
+	if t != "" {
+		doc["ErrorType"] = string(t)
+		doc["Failures"] = 1
+		meta.CloudWatchMetrics = append(meta.CloudWatchMetrics, emfDirective{
+			Namespace:  Namespace,
+			Dimensions: [][]string{{"Function", "ErrorType"}},
+			Metrics:    []emfMetric{{"Failures", "Count"}},
+		})
+	}
+	doc["_aws"] = meta
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return // every value above marshals
+	}
+	line = append(line, '\n')
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.w.Write(line)
+}

@@ -1,0 +1,361 @@
+package work
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Processor does one work item. It returns the result (anything that
+// marshals to JSON) or an error whose wire type TypeOf reports. It bounds
+// its MCP work with it.OperationContext(ctx).
+type Processor interface {
+	Process(ctx context.Context, it *Item) (any, error)
+}
+
+// ProcessorFunc adapts a function to Processor.
+type ProcessorFunc func(ctx context.Context, it *Item) (any, error)
+
+// Process calls f.
+func (f ProcessorFunc) Process(ctx context.Context, it *Item) (any, error) { return f(ctx, it) }
+
+// QueueAPI is the SQS operation dead-lettering needs.
+type QueueAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// TaskAPI is the Step Functions operations reporting to a task token needs.
+type TaskAPI interface {
+	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
+	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, opts ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
+}
+
+var (
+	_ QueueAPI = (*sqs.Client)(nil)
+	_ TaskAPI  = (*sfn.Client)(nil)
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultConcurrency      = 10
+	DefaultReserve          = 5 * time.Second
+	DefaultOperationTimeout = 2 * time.Minute
+	DefaultMinBudget        = time.Second
+)
+
+// Size limits of what the runner sends on.
+const (
+	maxPublicMessage = 2048 // a wire error's message
+	maxErrorAttr     = 1024 // a dead-lettered message's error attribute
+	maxTaskCause     = 32768
+)
+
+// Config configures a Runner. Zero fields take the defaults above; a nil
+// Logger is slog.Default(), nil Metrics is os.Stdout, nil Now is time.Now.
+//   - Function names the function in logs and metrics ("discover", "call").
+//   - DLQURL, when set, receives permanently failed records without a task
+//     token through Queue; when empty they are reported as batch item
+//     failures so the queue's redrive policy moves them.
+//   - Tasks reports outcomes to task tokens.
+type Config struct {
+	Function         string
+	Concurrency      int
+	Reserve          time.Duration
+	OperationTimeout time.Duration
+	MinBudget        time.Duration
+	DLQURL           string
+	Queue            QueueAPI
+	Tasks            TaskAPI
+	Logger           *slog.Logger
+	Metrics          io.Writer
+	Now              func() time.Time
+}
+
+// Runner turns one Lambda invocation into work items and reports each one's
+// outcome. Handle is safe for concurrent use.
+type Runner struct {
+	cfg     Config
+	proc    Processor
+	metrics *metrics
+}
+
+// NewRunner checks cfg, applies its defaults, and returns a Runner calling p.
+func NewRunner(cfg Config, p Processor) (*Runner, error) {
+	if cfg.Function == "" {
+		return nil, errors.New("work: Config.Function is empty")
+	}
+	if p == nil {
+		return nil, errors.New("work: nil Processor")
+	}
+	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 {
+		return nil, errors.New("work: negative Concurrency, Reserve, OperationTimeout or MinBudget")
+	}
+	if cfg.DLQURL != "" && cfg.Queue == nil {
+		return nil, errors.New("work: DLQURL set without a Queue client")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Reserve == 0 {
+		cfg.Reserve = DefaultReserve
+	}
+	if cfg.OperationTimeout == 0 {
+		cfg.OperationTimeout = DefaultOperationTimeout
+	}
+	if cfg.MinBudget == 0 {
+		cfg.MinBudget = DefaultMinBudget
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = os.Stdout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runner{cfg: cfg, proc: p, metrics: &metrics{w: cfg.Metrics, function: cfg.Function}}, nil
+}
+
+// Handle is the Lambda handler. A payload with a top-level "Records" key is
+// an SQS batch and gets an events.SQSEventResponse; anything else is one
+// direct request, answered with the processor's result or a
+// messages.InvokeResponse_Error whose Type is the wire type. A task_token in
+// a request sends its outcome to Step Functions instead.
+func (r *Runner) Handle(ctx context.Context, payload json.RawMessage) (any, error) {
+	reqID := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		reqID = lc.AwsRequestID
+	}
+	ev, err := sqsEvent(payload)
+	if err != nil {
+		it := &Item{ID: reqID, RequestID: reqID, Source: Direct}
+		r.summarize(it, r.cfg.Now(), Failed, err)
+		return nil, r.wireError(it, err)
+	}
+	if ev != nil {
+		return r.batch(ctx, reqID, ev), nil
+	}
+	return r.direct(ctx, reqID, payload)
+}
+
+func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any, error) {
+	it := &Item{ID: reqID, RequestID: reqID, Source: Direct, Body: payload, TaskToken: taskToken(payload)}
+	start := r.cfg.Now()
+	v, started, err := r.run(ctx, it)
+	switch {
+	case !started:
+		r.summarize(it, start, NotStarted, err)
+		return nil, r.wireError(it, err)
+	case it.TaskToken != "":
+		if rerr := r.reportTask(ctx, it, v, err); rerr != nil {
+			r.summarize(it, start, ReportFailed, errors.Join(err, rerr))
+			return nil, r.wireError(it, Errorf(Internal, rerr, "could not report the outcome to Step Functions"))
+		}
+		if err != nil {
+			r.summarize(it, start, TaskFailed, err)
+			return nil, nil
+		}
+		r.summarize(it, start, TaskSucceeded, nil)
+		return v, nil
+	case err != nil:
+		r.summarize(it, start, Failed, err)
+		return nil, r.wireError(it, err)
+	}
+	r.summarize(it, start, Succeeded, nil)
+	return v, nil
+}
+
+// batch runs the records in order, at most Concurrency at once, and
+// returns every record that must come back as a batch item failure.
+func (r *Runner) batch(ctx context.Context, reqID string, ev *events.SQSEvent) events.SQSEventResponse {
+	failed := make([]bool, len(ev.Records))
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		it := &Item{
+			ID:        rec.MessageId,
+			RequestID: reqID,
+			Source:    SQS,
+			Body:      []byte(rec.Body),
+			TaskToken: taskToken([]byte(rec.Body)),
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			failed[i] = true
+			r.summarize(it, r.cfg.Now(), NotStarted, Errorf(Internal, ctx.Err(), "not started: the invocation ended"))
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			failed[i] = !r.record(ctx, it, rec)
+		})
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp
+}
+
+// record runs one SQS record and reports whether it is done (true) or must
+// return to the queue (false).
+func (r *Runner) record(ctx context.Context, it *Item, rec events.SQSMessage) bool {
+	start := r.cfg.Now()
+	v, started, err := r.run(ctx, it)
+	switch {
+	case !started:
+		r.summarize(it, start, NotStarted, err)
+		return false
+	case it.TaskToken != "":
+		if rerr := r.reportTask(ctx, it, v, err); rerr != nil {
+			r.summarize(it, start, ReportFailed, errors.Join(err, rerr))
+			return false
+		}
+		if err != nil {
+			r.summarize(it, start, TaskFailed, err)
+		} else {
+			r.summarize(it, start, TaskSucceeded, nil)
+		}
+		return true
+	case err == nil:
+		r.summarize(it, start, Succeeded, nil)
+		return true
+	case Permanent(err) && r.cfg.DLQURL != "":
+		if derr := r.deadLetter(ctx, it, rec, err); derr != nil {
+			r.summarize(it, start, DeadLetterFailed, errors.Join(err, derr))
+			return false
+		}
+		r.summarize(it, start, DeadLettered, err)
+		return true
+	}
+	r.summarize(it, start, Requeued, err)
+	return false
+}
+
+// run gives it its budget and processes it, unless the budget is below
+// MinBudget. A panic in the processor is an Internal error.
+func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err error) {
+	now := r.cfg.Now()
+	budget := r.cfg.OperationTimeout
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, d.Sub(now)-r.cfg.Reserve)
+	}
+	if budget < r.cfg.MinBudget || ctx.Err() != nil {
+		return nil, false, Errorf(Internal, nil, "not started: a budget of %s is below the minimum %s (reserve %s)",
+			max(budget, 0).Round(time.Millisecond), r.cfg.MinBudget, r.cfg.Reserve)
+	}
+	it.Deadline = now.Add(budget)
+	defer func() {
+		if p := recover(); p != nil {
+			v, started, err = nil, true, Errorf(Internal, fmt.Errorf("panic: %v", p), "internal error")
+		}
+	}()
+	v, err = r.proc.Process(ctx, it)
+	return v, true, err
+}
+
+func (r *Runner) reportTask(ctx context.Context, it *Item, v any, err error) error {
+	if r.cfg.Tasks == nil {
+		return errors.New("no Step Functions client configured")
+	}
+	if err == nil {
+		out, merr := json.Marshal(v)
+		if merr == nil {
+			_, serr := r.cfg.Tasks.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(it.TaskToken), Output: aws.String(string(out))})
+			return serr
+		}
+		err = Errorf(Internal, merr, "internal error: the result does not marshal")
+	}
+	_, serr := r.cfg.Tasks.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{
+		TaskToken: aws.String(it.TaskToken),
+		Error:     aws.String(string(TypeOf(err))),
+		Cause:     aws.String(truncate(r.publicMessage(it, err), maxTaskCause)),
+	})
+	return serr
+}
+
+func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage, err error) error {
+	in := &sqs.SendMessageInput{
+		QueueUrl:    aws.String(r.cfg.DLQURL),
+		MessageBody: aws.String(rec.Body),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"mcpfn.error_type":        stringAttr(string(TypeOf(err))),
+			"mcpfn.error_message":     stringAttr(truncate(r.publicMessage(it, err), maxErrorAttr)),
+			"mcpfn.source_message_id": stringAttr(rec.MessageId),
+		},
+	}
+	if strings.HasSuffix(r.cfg.DLQURL, ".fifo") {
+		group := rec.Attributes["MessageGroupId"]
+		if group == "" {
+			group = "mcpfn"
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(rec.MessageId)
+	}
+	_, serr := r.cfg.Queue.SendMessage(ctx, in)
+	return serr
+}
+
+func stringAttr(s string) sqstypes.MessageAttributeValue {
+	if s == "" {
+		s = "-" // SQS refuses empty attribute values
+	}
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+}
+
+// wireError is what a direct invocation returns for err: aws-lambda-go
+// reports a returned messages.InvokeResponse_Error value as given.
+func (r *Runner) wireError(it *Item, err error) error {
+	return messages.InvokeResponse_Error{Type: string(TypeOf(err)), Message: r.publicMessage(it, err)}
+}
+
+// publicMessage is what a caller may see about err: the message and cause
+// of an *Error, scrubbed; for Internal only the message and the request id.
+func (r *Runner) publicMessage(it *Item, err error) string {
+	var we *Error
+	if !errors.As(err, &we) {
+		return "internal error (request id " + it.RequestID + ")"
+	}
+	msg := we.Message
+	switch {
+	case we.Type == Internal:
+		msg += " (request id " + it.RequestID + ")"
+	case we.Err != nil:
+		msg += ": " + we.Err.Error()
+	}
+	return truncate(it.Scrub(msg), maxPublicMessage)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " [truncated]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
