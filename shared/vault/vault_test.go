@@ -1,0 +1,333 @@
+package vault_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/vault"
+)
+
+// fakeSecrets answers GetSecretValue from a map of secret name → value and
+// records the names asked for.
+type fakeSecrets struct {
+	mu      sync.Mutex
+	secrets map[string]string
+	binary  map[string][]byte
+	fail    map[string]error
+	asked   []string
+}
+
+func (f *fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name := aws.ToString(in.SecretId)
+	f.asked = append(f.asked, name)
+	if err := f.fail[name]; err != nil {
+		return nil, err
+	}
+	if b, ok := f.binary[name]; ok {
+		return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretBinary: b}, nil
+	}
+	s, ok := f.secrets[name]
+	if !ok {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
+	}
+	return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretString: aws.String(s)}, nil
+}
+
+// creds builds a vault's JSON from url, token pairs.
+func creds(pairs ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"credentials":[`)
+	for i := 0; i < len(pairs); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"server_url":%q,"token":%q}`, pairs[i], pairs[i+1])
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+const server = "https://mcp.example.com/mcp"
+
+func TestLookup(t *testing.T) {
+	secrets := map[string]string{
+		"mcpfn/team":     creds("https://other.example.com/mcp", "tok-other", "https://MCP.example.com:443/mcp", "tok-team", server, "tok-team-second"),
+		"mcpfn/personal": creds(server, "tok-personal"),
+		"mcpfn/near":     creds("https://mcp.example.com/mcp/", "tok-slash", "https://mcp.example.com/v2/mcp", "tok-v2"),
+		"mcpfn/query":    creds("https://mcp.example.com/mcp?tenant=a", "tok-query"),
+		"mcpfn/http":     creds("http://mcp.example.com/mcp", "tok-http"),
+		"mcpfn/empty":    `{"credentials":[]}`,
+	}
+	tests := []struct {
+		name      string
+		vaults    []string
+		server    string
+		want      vault.Match
+		wantAsked []string
+	}{
+		{
+			name:      "no vaults",
+			server:    server,
+			want:      vault.Match{},
+			wantAsked: nil,
+		},
+		{
+			name:      "first credential in the first vault wins",
+			vaults:    []string{"team", "personal"},
+			server:    server,
+			want:      vault.Match{Found: true, VaultID: "team", Token: "tok-team"},
+			wantAsked: []string{"mcpfn/team"}, // vaults after the match are not read
+		},
+		{
+			name:      "vault priority",
+			vaults:    []string{"personal", "team"},
+			server:    server,
+			want:      vault.Match{Found: true, VaultID: "personal", Token: "tok-personal"},
+			wantAsked: []string{"mcpfn/personal"},
+		},
+		{
+			name:      "server URL normalised too",
+			vaults:    []string{"personal"},
+			server:    "HTTPS://mcp.EXAMPLE.com:443/mcp#x",
+			want:      vault.Match{Found: true, VaultID: "personal", Token: "tok-personal"},
+			wantAsked: []string{"mcpfn/personal"},
+		},
+		{
+			name:   "no match is anonymous, with path hints",
+			vaults: []string{"empty", "near", "http"},
+			server: server,
+			want: vault.Match{Hints: []string{
+				"vault near has a credential for the same origin but path /mcp/",
+				"vault near has a credential for the same origin but path /v2/mcp",
+			}}, // http://… is another origin: no hint
+			wantAsked: []string{"mcpfn/empty", "mcpfn/near", "mcpfn/http"},
+		},
+		{
+			name:   "hints from earlier vaults kept on a match",
+			vaults: []string{"near", "personal"},
+			server: server,
+			want: vault.Match{Found: true, VaultID: "personal", Token: "tok-personal", Hints: []string{
+				"vault near has a credential for the same origin but path /mcp/",
+				"vault near has a credential for the same origin but path /v2/mcp",
+			}},
+			wantAsked: []string{"mcpfn/near", "mcpfn/personal"},
+		},
+		{
+			name:      "query is part of the match",
+			vaults:    []string{"query"},
+			server:    server,
+			want:      vault.Match{Hints: []string{"vault query has a credential for the same origin and path but a different query"}},
+			wantAsked: []string{"mcpfn/query"},
+		},
+		{
+			name:      "query matches exactly",
+			vaults:    []string{"query"},
+			server:    "https://mcp.example.com/mcp?tenant=a",
+			want:      vault.Match{Found: true, VaultID: "query", Token: "tok-query"},
+			wantAsked: []string{"mcpfn/query"},
+		},
+		{
+			name:      "duplicate vault ids read once",
+			vaults:    []string{"empty", "empty", "http"},
+			server:    server,
+			want:      vault.Match{},
+			wantAsked: []string{"mcpfn/empty", "mcpfn/http"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSecrets{secrets: secrets}
+			got, err := vault.NewResolver(f, "mcpfn/").Lookup(t.Context(), tt.vaults, tt.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Lookup (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantAsked, f.asked); diff != "" {
+				t.Errorf("secrets read (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	unavailable := errors.New("connection reset")
+	f := &fakeSecrets{
+		secrets: map[string]string{
+			"p-good":      creds(server, "tok-good"),
+			"p-notjson":   `{"credentials": [ {"server_url": "https://mcp.example.com/mcp", "token": "tok-leak"`,
+			"p-array":     `[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak"}]`,
+			"p-unknown":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak","tokne":"x"}]}`,
+			"p-nocreds":   `{}`,
+			"p-nourl":     `{"credentials":[{"token":"tok-leak"}]}`,
+			"p-badurl":    `{"credentials":[{"server_url":"https://user:tok-leak@mcp.example.com/mcp","token":"t"}]}`,
+			"p-notoken":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":""}]}`,
+			"p-newline":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak\n"}]}`,
+			"p-wrongtype": `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":12345}]}`,
+			"p-trailing":  creds(server, "tok-leak") + `{}`,
+		},
+		fail: map[string]error{
+			"p-down":    unavailable,
+			"p-deleted": &types.InvalidRequestException{Message: aws.String("You can't perform this operation on the secret because it was marked for deletion.")},
+		},
+	}
+	tests := []struct {
+		name    string
+		vaults  []string
+		server  string
+		want    error
+		wantNot []error
+	}{
+		{"missing vault", []string{"good", "missing"}, "https://elsewhere.example.com/", vault.ErrVaultNotFound, nil},
+		{"vault scheduled for deletion", []string{"deleted"}, server, vault.ErrVaultNotFound, nil},
+		{"truncated JSON", []string{"notjson"}, server, vault.ErrVaultMalformed, nil},
+		{"top-level array", []string{"array"}, server, vault.ErrVaultMalformed, nil},
+		{"misspelt field", []string{"unknown"}, server, vault.ErrVaultMalformed, nil},
+		{"no credentials field", []string{"nocreds"}, server, vault.ErrVaultMalformed, nil},
+		{"credential without url", []string{"nourl"}, server, vault.ErrVaultMalformed, nil},
+		{"credential url with user info", []string{"badurl"}, server, vault.ErrVaultMalformed, nil},
+		{"empty token", []string{"notoken"}, server, vault.ErrVaultMalformed, nil},
+		{"token with a newline", []string{"newline"}, server, vault.ErrVaultMalformed, nil},
+		{"token not a string", []string{"wrongtype"}, server, vault.ErrVaultMalformed, nil},
+		{"data after the object", []string{"trailing"}, server, vault.ErrVaultMalformed, nil},
+		{"Secrets Manager down", []string{"down"}, server, unavailable,
+			[]error{vault.ErrVaultNotFound, vault.ErrVaultMalformed, vault.ErrBadVaultID}},
+		{"slash in vault id", []string{"good", "../other"}, server, vault.ErrBadVaultID, nil},
+		{"empty vault id", []string{""}, server, vault.ErrBadVaultID, nil},
+		{"space in vault id", []string{"a b"}, server, vault.ErrBadVaultID, nil},
+		{"non-ASCII vault id", []string{"tëam"}, server, vault.ErrBadVaultID, nil},
+		{"too many vaults", make([]string, vault.MaxVaults+1), server, vault.ErrBadVaultID, nil},
+		{"vault id too long", []string{strings.Repeat("a", vault.MaxVaultIDLen+1)}, server, vault.ErrBadVaultID, nil},
+		{"bad server URL", []string{"good"}, "ftp://mcp.example.com/", vault.ErrBadURL, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := vault.NewResolver(f, "p-").Lookup(t.Context(), tt.vaults, tt.server)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Lookup = %v, %v; want %v", got, err, tt.want)
+			}
+			for _, not := range tt.wantNot {
+				if errors.Is(err, not) {
+					t.Errorf("error %v wraps %v", err, not)
+				}
+			}
+			if strings.Contains(err.Error(), "tok-") {
+				t.Errorf("error quotes the secret: %v", err)
+			}
+			if diff := cmp.Diff(vault.Match{}, got); diff != "" {
+				t.Errorf("Match with an error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBadVaultIDReadsNothing(t *testing.T) {
+	f := &fakeSecrets{secrets: map[string]string{"p-good": creds(server, "t")}}
+	_, err := vault.NewResolver(f, "p-").Lookup(t.Context(), []string{"good", "bad/id"}, server)
+	if !errors.Is(err, vault.ErrBadVaultID) {
+		t.Fatalf("Lookup: %v, want ErrBadVaultID", err)
+	}
+	if len(f.asked) != 0 {
+		t.Errorf("secrets read before validation: %q", f.asked)
+	}
+}
+
+func TestSecretBinary(t *testing.T) {
+	f := &fakeSecrets{binary: map[string][]byte{"p-bin": []byte(creds(server, "tok-bin"))}}
+	got, err := vault.NewResolver(f, "p-").Lookup(t.Context(), []string{"bin"}, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (vault.Match{Found: true, VaultID: "bin", Token: "tok-bin"}); !cmp.Equal(want, got) {
+		t.Errorf("Lookup = %v, want %v", got, want)
+	}
+}
+
+func TestValidateVaultID(t *testing.T) {
+	for _, id := range []string{"a", "team-1", "Team_1", "a.b", "a+b=c@d", strings.Repeat("x", vault.MaxVaultIDLen)} {
+		if err := vault.ValidateVaultID(id); err != nil {
+			t.Errorf("ValidateVaultID(%q): %v", id, err)
+		}
+	}
+	for _, id := range []string{"", "a/b", `a\b`, "a b", "a\x00", "a:b", "a%2Fb", "*", strings.Repeat("x", vault.MaxVaultIDLen+1)} {
+		if err := vault.ValidateVaultID(id); !errors.Is(err, vault.ErrBadVaultID) {
+			t.Errorf("ValidateVaultID(%q) = %v, want ErrBadVaultID", id, err)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	got, err := vault.Parse([]byte(`{"credentials":[
+		{"server_url":"HTTPS://A.example.com:443","token":"t1"},
+		{"server_url":"http://b.example.com:8080/mcp/","token":"t2"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vault.Credential{
+		{ServerURL: "https://a.example.com/", Token: "t1"},
+		{ServerURL: "http://b.example.com:8080/mcp/", Token: "t2"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if _, err := vault.Parse(bytes.Repeat([]byte(" "), vault.MaxSecretBytes+1)); !errors.Is(err, vault.ErrVaultMalformed) {
+		t.Errorf("Parse of an oversized value: %v, want ErrVaultMalformed", err)
+	}
+}
+
+// TestNoTokenInOutput is the canary: a Match or Credential printed, logged
+// (alone or nested) or marshaled never shows its token.
+func TestNoTokenInOutput(t *testing.T) {
+	const token = "sk-canary-7f3a9c"
+	m := vault.Match{Found: true, VaultID: "team", Token: token, Hints: []string{"vault x has a credential for the same origin but path /a"}}
+	c := vault.Credential{ServerURL: "https://mcp.example.com/mcp?api_key=" + token, Token: token}
+
+	var outputs []string
+	for _, h := range []func(*bytes.Buffer) slog.Handler{
+		func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+		func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+	} {
+		var buf bytes.Buffer
+		log := slog.New(h(&buf))
+		log.Info("lookup", "match", m, "credential", c)
+		log.Info("lookup", slog.Any("match", m), slog.Any("ptr", &m), slog.Any("nested", struct{ M vault.Match }{m}))
+		log.Info("lookup", slog.Any("creds", []vault.Credential{c}), slog.Any("wrapped", map[string]any{"m": m, "c": c}))
+		outputs = append(outputs, buf.String())
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
+		outputs = append(outputs, fmt.Sprintf(verb, m), fmt.Sprintf(verb, &m), fmt.Sprintf(verb, c), fmt.Sprintf(verb, []vault.Credential{c}))
+	}
+	outputs = append(outputs, m.String(), c.String())
+	for _, v := range []any{m, c, &m, []vault.Credential{c}} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, string(b))
+	}
+	hexToken := fmt.Sprintf("%x", token)
+	for _, out := range outputs {
+		if strings.Contains(out, token) || strings.Contains(out, hexToken) {
+			t.Errorf("token in output: %s", out)
+		}
+	}
+	// The useful parts are still there.
+	if !strings.Contains(outputs[0], `"vault_id":"team"`) || !strings.Contains(outputs[0], "[redacted]") {
+		t.Errorf("JSON log lacks the vault id or the redaction mark: %s", outputs[0])
+	}
+}
