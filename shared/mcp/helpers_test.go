@@ -2,7 +2,13 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,3 +43,144 @@ func mustConnect(t *testing.T, cfg Config) *Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// scripted is a raw net/http MCP server. It answers the handshake itself
+// (legacy by default: server/discover is "method not found", then
+// initialize and notifications/initialized; modern: discover negotiates
+// 2026-07-28) and hands tools/list, tools/call and GET to hooks.
+type scripted struct {
+	modern bool
+	// initialize, when set, answers initialize instead of the default.
+	initialize func(w http.ResponseWriter, id json.RawMessage, params json.RawMessage)
+	list       func(w http.ResponseWriter, id json.RawMessage, cursor string)
+	call       func(w http.ResponseWriter, id json.RawMessage, params json.RawMessage)
+	get        func(w http.ResponseWriter, r *http.Request)
+
+	URL string
+
+	mu      sync.Mutex
+	methods []string
+	bodies  map[string][]json.RawMessage // params by method
+}
+
+func serveScripted(t *testing.T, s *scripted) *scripted {
+	t.Helper()
+	s.bodies = map[string][]json.RawMessage{}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	s.URL = ts.URL + "/mcp"
+	return s
+}
+
+func (s *scripted) Methods() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.methods)
+}
+
+func (s *scripted) count(method string) int {
+	n := 0
+	for _, m := range s.Methods() {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *scripted) params(method string) []json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.bodies[method])
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		s.record(r.Method, nil)
+		if r.Method == http.MethodGet && s.get != nil {
+			s.get(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &msg); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.record(msg.Method, msg.Params)
+	switch msg.Method {
+	case "server/discover":
+		if !s.modern {
+			writeError(w, msg.ID, -32601, "method not found")
+			return
+		}
+		writeResult(w, msg.ID, map[string]any{
+			"supportedVersions": []string{"2026-07-28"},
+			"capabilities":      map[string]any{"tools": map[string]any{}},
+			"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "scripted", "version": "0"}},
+		})
+	case "initialize":
+		if s.initialize != nil {
+			s.initialize(w, msg.ID, msg.Params)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "scripted-session")
+		writeResult(w, msg.ID, map[string]any{
+			"protocolVersion": "2025-11-25",
+			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"serverInfo":      map[string]any{"name": "scripted", "version": "0"},
+		})
+	case "tools/list":
+		var p struct {
+			Cursor string `json:"cursor"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		s.list(w, msg.ID, p.Cursor)
+	case "tools/call":
+		s.call(w, msg.ID, msg.Params)
+	default:
+		if len(msg.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		writeError(w, msg.ID, -32601, "method not found")
+	}
+}
+
+func (s *scripted) record(method string, params json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.methods = append(s.methods, method)
+	s.bodies[method] = append(s.bodies[method], params)
+}
+
+func writeResult(w http.ResponseWriter, id json.RawMessage, result any) {
+	writeMessage(w, map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func writeError(w http.ResponseWriter, id json.RawMessage, code int, message string) {
+	writeMessage(w, map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
+}
+
+func writeMessage(w http.ResponseWriter, msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// rawResult writes a result given as raw JSON.
+func rawResult(w http.ResponseWriter, id json.RawMessage, result string) {
+	writeResult(w, id, json.RawMessage(result))
+}
+
+func slogNew(h slog.Handler) *slog.Logger { return slog.New(h) }
