@@ -7,7 +7,7 @@
 package rietest
 
 import (
-		"bytes"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
