@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
 
@@ -184,3 +186,16 @@ func rawResult(w http.ResponseWriter, id json.RawMessage, result string) {
 }
 
 func slogNew(h slog.Handler) *slog.Logger { return slog.New(h) }
+
+// sdkSession connects a bare go-sdk client, for tests that pin SDK behaviour.
+func sdkSession(t *testing.T, url string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "0"}, opts)
+	cs, err := client.Connect(testCtx(t, 5*time.Second), &sdk.StreamableClientTransport{
+		Endpoint: url, HTTPClient: loopback(t, url, 5*time.Second), DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}

@@ -165,17 +165,20 @@ func (t *transport) charge(op *operation, n int64) error {
 
 // request is what the transport reads from an outgoing JSON-RPC message.
 type request struct {
+	post   bool
 	key    string // id key for a call, "" for a notification or a non-POST
 	method string
 }
 
-// register counts req and attributes it to the current operation.
+// register counts req and attributes it to the current operation. Only a
+// POST is one of the operation's requests; a GET resumes one of them and a
+// DELETE ends the session.
 func (t *transport) register(req request) *operation {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.requests++
 	op := t.op
-	if op == nil || req.method == methodCancelled {
+	if op == nil || !req.post || req.method == methodCancelled {
 		return op
 	}
 	t.seq++
@@ -485,9 +488,9 @@ func peek(req *http.Request) (request, error) {
 		Method string          `json:"method"`
 	}
 	if json.Unmarshal(body, &m) != nil {
-		return request{}, nil
+		return request{post: true}, nil
 	}
-	return request{key: idKey(m.ID), method: m.Method}, nil
+	return request{post: true, key: idKey(m.ID), method: m.Method}, nil
 }
 
 // idKey normalises a JSON-RPC id the way the SDK matches it: integral
