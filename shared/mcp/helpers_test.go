@@ -199,3 +199,11 @@ func sdkSession(t *testing.T, url string, opts *sdk.ClientOptions) *sdk.ClientSe
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
+
+func sdkClient() *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "t", Version: "0"}, nil)
+}
+
+func sdkTransport(url string, hc *http.Client, disableSSE bool) *sdk.StreamableClientTransport {
+	return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: disableSSE}
+}

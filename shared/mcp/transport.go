@@ -251,11 +251,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
-		stop()
 		traceMu.Lock()
 		answering := firstByte
 		traceMu.Unlock()
-		return nil, t.failed(op, ctx, err, answering)
+		err = t.failed(op, ctx, err, answering)
+		stop()
+		return nil, err
 	}
 
 	if err := t.charge(op, headerBytes(resp.StatusCode, resp.Header)); err != nil {
