@@ -24,22 +24,26 @@ func Refusal(toolUseID string, err error) ToolResult {
 	return ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: true, Content: []Block{textBlock(text)}}
 }
 
-// refusalMessage is the error's text without the sentinel's own words.
+// refusalMessage is what the server said: the error's text after the
+// sentinel's own words (our framing before them is dropped), without the
+// SDK's `calling "method": ` prefix.
 func refusalMessage(err error) string {
 	if err == nil {
 		return ""
 	}
 	msg := err.Error()
 	if errors.Is(err, mcp.ErrServerAnswered) {
-		prefix := mcp.ErrServerAnswered.Error()
-		if i := strings.Index(msg, prefix); i >= 0 {
-			msg = msg[:i] + msg[i+len(prefix):]
+		if _, after, ok := strings.Cut(msg, mcp.ErrServerAnswered.Error()); ok {
+			msg = after
 		}
 	}
-	return strings.Trim(msg, " :")
+	msg = strings.TrimLeft(msg, " :")
+	return callingRE.ReplaceAllString(msg, "")
 }
 
 var (
+	// callingRE matches the go-sdk's prefix on a JSON-RPC error.
+	callingRE = regexp.MustCompile(`^calling "[^"]*": `)
 	// bearerRE matches an authorization scheme followed by its credential.
 	bearerRE = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[^\s,;"']+`)
 	// urlRE matches an absolute URL; only its scheme and host are kept.

@@ -208,6 +208,9 @@ func convertOne(c mcp.Content) (b Block, note, ok bool) {
 		if mt := binaryType(c.MIMEType, c.Data, imageTypes); mt != "" {
 			return base64Block(TypeImage, mt, c.Data), false, true
 		}
+		if len(c.Data) == 0 {
+			return noteBlock("[image omitted: %s, no data]", typeName(c.MIMEType)), true, true
+		}
 		return noteBlock("[image omitted: %s, %d bytes; only PNG, JPEG, GIF and WebP images can be shown]", typeName(c.MIMEType), len(c.Data)), true, true
 	case "audio":
 		return noteBlock("[audio omitted: %s, %d bytes; audio cannot be shown]", typeName(c.MIMEType), len(c.Data)), true, true

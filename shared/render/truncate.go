@@ -64,7 +64,7 @@ func truncate(tr ToolResult, limit int) (ToolResult, int) {
 
 // marker is the text block that ends a truncated result.
 func marker(shown, total, omitted int) Block {
-	return textBlock(fmt.Sprintf("[truncated: %d of %d bytes shown; %d blocks cut or omitted]", shown, total, omitted))
+	return textBlock(fmt.Sprintf("[truncated: %d of %d bytes shown; %d blocks cut or omitted to fit the size limit]", shown, total, omitted))
 }
 
 // base64Len is the decoded size of an image or document block's data.
