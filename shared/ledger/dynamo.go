@@ -148,7 +148,8 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 }
 
 // Complete stores o as key's outcome and ends the lease, provided this value
-// still holds it (else ErrNotOwner). The record expires after Retention.
+// still holds it (else ErrNotOwner). An outcome over MaxOutcomeBytes is
+// ErrTooLarge. The record expires after Retention.
 func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
 	pk, err := storedKey(key)
 	if err != nil {
@@ -158,9 +159,9 @@ func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
-	body, err := json.Marshal(o)
+	body, err := encodeOutcome(key, o)
 	if err != nil {
-		return fmt.Errorf("ledger: complete %s: encode outcome: %w", ref(key), err)
+		return err
 	}
 	_, err = d.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(d.table),

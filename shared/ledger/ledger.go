@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -22,14 +23,20 @@ const DefaultRetention = 7 * 24 * time.Hour
 // "sha256:" and their hex digest.
 const MaxKeyBytes = 512
 
+// MaxOutcomeBytes bounds an Outcome's JSON, so that a done record stays
+// under DynamoDB's 400 KiB item limit with room for the other attributes.
+const MaxOutcomeBytes = 380_000
+
 // Sentinels. ErrInProgress: another delivery holds an unexpired lease on the
 // key. ErrNotOwner: this ledger value holds no lease on the key (never began,
 // already completed or released, or taken over after expiry). ErrEmptyKey:
-// the key is empty.
+// the key is empty. ErrTooLarge: an outcome's JSON exceeds MaxOutcomeBytes
+// (the lease is kept; Release it or Complete with a smaller outcome).
 var (
 	ErrInProgress = errors.New("ledger: call in progress under another delivery")
 	ErrNotOwner   = errors.New("ledger: lease not held")
 	ErrEmptyKey   = errors.New("ledger: empty idempotency key")
+	ErrTooLarge   = errors.New("ledger: outcome too large")
 )
 
 // Outcome is what a completed call produced: a Result, or an ErrorType (a
@@ -70,6 +77,18 @@ func ref(key string) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	return "sha256:" + hex.EncodeToString(sum[:6])
+}
+
+// encodeOutcome marshals o within MaxOutcomeBytes.
+func encodeOutcome(key string, o Outcome) ([]byte, error) {
+	body, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: complete %s: encode outcome: %w", ref(key), err)
+	}
+	if len(body) > MaxOutcomeBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrTooLarge, ref(key), len(body), MaxOutcomeBytes)
+	}
+	return body, nil
 }
 
 func newOwner() string { return rand.Text() }

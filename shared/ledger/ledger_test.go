@@ -322,3 +322,18 @@ func TestCanceledContext(t *testing.T) {
 		}
 	})
 }
+
+func TestOutcomeTooLarge(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store) {
+		l := s.new(t, newClock(), 1)
+		mustBegin(t, l[0], "huge", ledger.Entry{})
+		huge := ledger.Outcome{Result: json.RawMessage(`"` + strings.Repeat("x", ledger.MaxOutcomeBytes) + `"`)}
+		wantErr(t, "Complete with a huge outcome", l[0].Complete(t.Context(), "huge", huge), ledger.ErrTooLarge)
+		// The lease survives: the largest allowed outcome still completes.
+		fits := ledger.Outcome{Result: json.RawMessage(`"` + strings.Repeat("x", ledger.MaxOutcomeBytes-len(`{"result":""}`)) + `"`)}
+		if err := l[0].Complete(t.Context(), "huge", fits); err != nil {
+			t.Fatalf("Complete with a %d-byte outcome: %v", ledger.MaxOutcomeBytes, err)
+		}
+		mustBegin(t, l[0], "huge", ledger.Entry{Done: true, Outcome: fits})
+	})
+}

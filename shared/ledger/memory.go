@@ -76,6 +76,9 @@ func (m *Memory) Begin(ctx context.Context, key string) (Entry, error) {
 
 // Complete behaves as Dynamo.Complete.
 func (m *Memory) Complete(ctx context.Context, key string, o Outcome) error {
+	if _, err := encodeOutcome(key, o); err != nil {
+		return err
+	}
 	return m.settle(ctx, key, "complete", func(pk string) {
 		m.store.records[pk] = memRecord{record: record{done: true, outcome: o}}
 	})
