@@ -211,6 +211,7 @@ func (c *Conn) Close() error {
 	}
 	c.closeOnce.Do(func() {
 		timer := time.AfterFunc(closeTimeout, c.tr.kill)
+		c.tr.dropNotices()
 		err := c.cs.Close()
 		timer.Stop()
 		c.tr.kill()

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,8 +58,14 @@ type scripted struct {
 	list       func(w http.ResponseWriter, id json.RawMessage, cursor string)
 	call       func(w http.ResponseWriter, id json.RawMessage, params json.RawMessage)
 	get        func(w http.ResponseWriter, r *http.Request)
+	// hang names the methods (JSON-RPC, or "DELETE") never answered: the
+	// handler waits until the client goes away.
+	hang map[string]bool
 
 	URL string
+	ts  *httptest.Server
+
+	active atomic.Int64 // requests being handled
 
 	mu      sync.Mutex
 	methods []string
@@ -68,9 +75,9 @@ type scripted struct {
 func serveScripted(t *testing.T, s *scripted) *scripted {
 	t.Helper()
 	s.bodies = map[string][]json.RawMessage{}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	s.URL = ts.URL + "/mcp"
+	s.ts = httptest.NewServer(s)
+	t.Cleanup(s.ts.Close)
+	s.URL = s.ts.URL + "/mcp"
 	return s
 }
 
@@ -97,8 +104,14 @@ func (s *scripted) params(method string) []json.RawMessage {
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	if r.Method != http.MethodPost {
 		s.record(r.Method, nil)
+		if s.hang[r.Method] {
+			<-r.Context().Done()
+			return
+		}
 		if r.Method == http.MethodGet && s.get != nil {
 			s.get(w, r)
 			return
@@ -117,6 +130,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(msg.Method, msg.Params)
+	if s.hang[msg.Method] {
+		<-r.Context().Done()
+		return
+	}
 	switch msg.Method {
 	case "server/discover":
 		if !s.modern {

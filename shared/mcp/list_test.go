@@ -18,11 +18,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func listFrom(t *testing.T, s *scripted) (Listing, error, *Conn) {
+func listFrom(t *testing.T, s *scripted) (Listing, *Conn, error) {
 	t.Helper()
 	c := mustConnect(t, Config{URL: s.URL, HTTPClient: loopback(t, s.URL, 30*time.Second)})
 	l, err := c.ListTools(testCtx(t, 20*time.Second))
-	return l, err, c
+	return l, c, err
 }
 
 func TestListToolsRefusesEachHostileEntry(t *testing.T) {
@@ -42,7 +42,7 @@ func TestListToolsRefusesEachHostileEntry(t *testing.T) {
 			{"name":"last","inputSchema":{"type":"object"}}
 		]}`)
 	}})
-	l, err, _ := listFrom(t, s)
+	l, _, err := listFrom(t, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestListToolsZeroToolsIsNotAnError(t *testing.T) {
 	s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
 		rawResult(w, id, `{"tools":[]}`)
 	}})
-	l, err, _ := listFrom(t, s)
+	l, _, err := listFrom(t, s)
 	if err != nil || len(l.Tools)+len(l.Refused) != 0 {
 		t.Errorf("ListTools = %+v, %v; want an empty listing and no error", l, err)
 	}
@@ -158,7 +158,7 @@ func TestListToolsPageLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := serveScripted(t, &scripted{list: pagedList(tc.next)})
-			_, err, _ := listFrom(t, s)
+			_, _, err := listFrom(t, s)
 			if !errors.Is(err, tc.want) || (tc.want != nil && !errors.Is(err, ErrProtocol)) {
 				t.Errorf("err = %v, want %v wrapping ErrProtocol", err, tc.want)
 			}
@@ -180,7 +180,7 @@ func TestListToolsManySmallResponsesExhaustTheBudget(t *testing.T) {
 			"nextCursor": cursor + "x",
 		})
 	}})
-	_, err, c := listFrom(t, s)
+	_, c, err := listFrom(t, s)
 	if !errors.Is(err, ErrBudgetExceeded) || !errors.Is(err, ErrProtocol) {
 		t.Fatalf("err = %v, want ErrBudgetExceeded wrapping ErrProtocol", err)
 	}
@@ -260,7 +260,7 @@ func TestListToolsReportsJSONRPCErrorAsProtocol(t *testing.T) {
 	s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
 		writeError(w, id, -32603, "boom")
 	}})
-	_, err, _ := listFrom(t, s)
+	_, _, err := listFrom(t, s)
 	if !errors.Is(err, ErrProtocol) || errors.Is(err, ErrServerAnswered) {
 		t.Errorf("err = %v, want ErrProtocol and not ErrServerAnswered", err)
 	}

@@ -50,6 +50,7 @@ type transport struct {
 	charged  int64
 	spent    error // set once the budget is exceeded; no request is sent after
 	op       *operation
+	notices  map[*http.Request]context.CancelFunc // notifications/cancelled in flight
 }
 
 // operation is what the transport learns during one Connect, ListTools or
@@ -77,6 +78,35 @@ func newTransport(next http.RoundTripper, endpoint *url.URL, token string) *tran
 		token:  token,
 		life:   life,
 		kill:   kill,
+	}
+}
+
+// track registers an in-flight notifications/cancelled so that Close can
+// drop it, and returns what ends it.
+func (t *transport) track(req *http.Request, cancel context.CancelFunc) func() {
+	t.mu.Lock()
+	if t.notices == nil {
+		t.notices = map[*http.Request]context.CancelFunc{}
+	}
+	t.notices[req] = cancel
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.notices, req)
+		t.mu.Unlock()
+		cancel()
+	}
+}
+
+// dropNotices cancels every notifications/cancelled in flight: once the
+// connection closes, telling the server about a cancelled call is moot.
+func (t *transport) dropNotices() {
+	t.mu.Lock()
+	notices := t.notices
+	t.notices = nil
+	t.mu.Unlock()
+	for _, cancel := range notices {
+		cancel()
 	}
 }
 
@@ -221,7 +251,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case msg.method == methodCancelled:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cancelNotifyTimeout)
-		stops = append(stops, cancel)
+		stops = append(stops, t.track(req, cancel))
 	case req.Method == http.MethodDelete:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, deleteTimeout)
