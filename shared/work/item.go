@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -70,6 +71,13 @@ func (it *Item) SetServer(u *url.URL) {
 	}
 }
 
+// Server returns the origin SetServer recorded, or "".
+func (it *Item) Server() string {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.server
+}
+
 // AddSecret makes Scrub replace s (a token) with "[redacted]".
 func (it *Item) AddSecret(s string) {
 	if s == "" {
@@ -88,6 +96,23 @@ func (it *Item) Scrub(s string) string {
 		s = strings.ReplaceAll(s, r.old, r.new)
 	}
 	return s
+}
+
+// PublicMessage is what a caller may see about err, scrubbed: an *Error's
+// message and cause, but for Internal only the message and the request id.
+func (it *Item) PublicMessage(err error) string {
+	var we *Error
+	if !errors.As(err, &we) {
+		return "internal error (request id " + it.RequestID + ")"
+	}
+	msg := we.Message
+	switch {
+	case we.Type == Internal:
+		msg += " (request id " + it.RequestID + ")"
+	case we.Err != nil:
+		msg += ": " + we.Err.Error()
+	}
+	return truncate(it.Scrub(msg), maxPublicMessage)
 }
 
 // SetUsage records what the MCP connection cost for the summary line.

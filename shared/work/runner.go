@@ -330,22 +330,8 @@ func (r *Runner) wireError(it *Item, err error) error {
 	return messages.InvokeResponse_Error{Type: string(TypeOf(err)), Message: r.publicMessage(it, err)}
 }
 
-// publicMessage is what a caller may see about err: the message and cause
-// of an *Error, scrubbed; for Internal only the message and the request id.
-func (r *Runner) publicMessage(it *Item, err error) string {
-	var we *Error
-	if !errors.As(err, &we) {
-		return "internal error (request id " + it.RequestID + ")"
-	}
-	msg := we.Message
-	switch {
-	case we.Type == Internal:
-		msg += " (request id " + it.RequestID + ")"
-	case we.Err != nil:
-		msg += ": " + we.Err.Error()
-	}
-	return truncate(it.Scrub(msg), maxPublicMessage)
-}
+// publicMessage is what a caller may see about err: see Item.PublicMessage.
+func (r *Runner) publicMessage(it *Item, err error) string { return it.PublicMessage(err) }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
+)
+
+// Request is a call request (docs/contract.md). Arguments is forwarded as
+// given; absent or null sends {}.
+type Request struct {
+	ServerURL string          `json:"server_url"`
+	ToolName  string          `json:"tool_name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	VaultIDs  []string        `json:"vault_ids,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	CatalogID string          `json:"catalog_id,omitempty"`
+	TaskToken string          `json:"task_token,omitempty"`
+}
+
+// Conn is the part of an MCP connection a call uses.
+type Conn interface {
+	CallTool(ctx context.Context, name string, arguments json.RawMessage) (*mcp.CallResult, error)
+	Stats() mcp.Stats
+	Close() error
+}
+
+var _ Conn = (*mcp.Conn)(nil)
+
+// ConnectFunc opens an MCP connection.
+type ConnectFunc func(ctx context.Context, cfg mcp.Config) (Conn, error)
+
+// ConnectMCP is the ConnectFunc of package mcp.
+func ConnectMCP(ctx context.Context, cfg mcp.Config) (Conn, error) {
+	c, err := mcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Catalog answers tool membership.
+type Catalog interface {
+	Lookup(ctx context.Context, id, toolName string) (catalog.Membership, error)
+}
+
+// Ledger records calls by idempotency key.
+type Ledger interface {
+	Begin(ctx context.Context, key string) (ledger.Entry, error)
+	Complete(ctx context.Context, key string, o ledger.Outcome) error
+	Release(ctx context.Context, key string) error
+}
+
+var (
+	_ Catalog = (*catalog.Dynamo)(nil)
+	_ Catalog = (*catalog.Dir)(nil)
+	_ Ledger  = (*ledger.Dynamo)(nil)
+	_ Ledger  = (*ledger.Memory)(nil)
+)
+
+// Handler runs one tool call per work item. Connect, Catalog, Credentials
+// and Ledger are required. HTTPClient nil means mcp.CallClient; Policy nil
+// means guard.Default(); Render bounds the result; Logger nil means
+// slog.Default() (used for credential hints).
+type Handler struct {
+	Connect     ConnectFunc
+	HTTPClient  *http.Client
+	Policy      *guard.Policy
+	Catalog     Catalog
+	Credentials work.Vaults
+	Ledger      Ledger
+	Render      render.Options
+	Logger      *slog.Logger
+}
+
+// Process implements work.Processor: it validates the request, checks the
+// tool against the catalog when catalog_id is set, takes the idempotency
+// lease, calls the tool and renders the tool_result.
+func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
+	var req Request
+	if err := work.Decode(it.Body, &req); err != nil {
+		return nil, err
+	}
+	u, err := req.validate(h.Policy)
+	if err != nil {
+		return nil, err
+	}
+	it.SetServer(u)
+	it.Annotate(slog.String("tool", req.ToolName))
+	if req.CatalogID != "" {
+		it.Annotate(slog.String("catalog_id", req.CatalogID))
+	}
+
+	hint, err := h.member(ctx, it, req)
+	if err != nil {
+		return nil, err
+	}
+
+	key, kind := idempotencyKey(req, it)
+	if key == "" {
+		res, _, err := h.call(ctx, it, req, hint)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	it.Annotate(slog.String("idempotency_key", kind))
+	entry, err := h.Ledger.Begin(ctx, key)
+	switch {
+	case errors.Is(err, ledger.ErrInProgress):
+		return nil, work.Errorf(work.Internal, err, "another delivery of this call is in progress; retry later")
+	case err != nil:
+		return nil, work.Errorf(work.Internal, err, "the call ledger failed")
+	case entry.Done:
+		it.Annotate(slog.Bool("replayed", true))
+		return replay(entry.Outcome)
+	case entry.TookOver:
+		it.Annotate(slog.Bool("lease_taken_over", true))
+	}
+
+	res, ran, err := h.call(ctx, it, req, hint)
+	if !ran {
+		if rerr := h.Ledger.Release(ctx, key); rerr != nil {
+			h.logger().Warn("ledger release failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(rerr.Error()))
+		}
+		return nil, err
+	}
+	outcome := ledger.Outcome{ErrorType: string(work.TypeOf(err))}
+	if err != nil {
+		outcome.Message = it.PublicMessage(err)
+	} else if outcome.Result, err = json.Marshal(res); err != nil {
+		err = work.Errorf(work.Internal, err, "internal error: the result does not marshal")
+		outcome = ledger.Outcome{ErrorType: string(work.Internal), Message: "internal error: the result does not marshal"}
+	}
+	if cerr := h.Ledger.Complete(ctx, key, outcome); cerr != nil {
+		h.logger().Warn("ledger complete failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(cerr.Error()))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// member checks the tool against the stored catalog and returns the
+// protocol version recorded there, or "" without a catalog.
+func (h *Handler) member(ctx context.Context, it *work.Item, req Request) (string, error) {
+	if req.CatalogID == "" {
+		return "", nil
+	}
+	m, err := h.Catalog.Lookup(ctx, req.CatalogID, req.ToolName)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return "", work.Errorf(work.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has not been discovered", req.ToolName, req.CatalogID)
+	case errors.Is(err, catalog.ErrInvalidID):
+		return "", work.Errorf(work.InvalidRequest, err, "catalog_id")
+	case err != nil:
+		return "", work.Errorf(work.Internal, err, "the catalog store failed")
+	case !m.Found:
+		return "", work.Errorf(work.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
+	}
+	it.Annotate(slog.String("catalog_version", m.Version))
+	return m.ProtocolVersion, nil
+}
+
+// call connects and calls. ran reports whether the tools/call request may
+// have reached the server (the tool may have run).
+func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint string) (res *render.ToolResult, ran bool, err error) {
+	token, err := work.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	if err != nil {
+		return nil, false, err
+	}
+	octx, cancel := it.OperationContext(ctx)
+	defer cancel()
+	client := h.HTTPClient
+	if client == nil {
+		client = mcp.CallClient
+	}
+	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client, ProtocolVersion: hint})
+	if err != nil {
+		return nil, false, work.Errorf(work.ClassifyMCP(err), err, "could not connect to the MCP server")
+	}
+	defer func() {
+		s := conn.Stats()
+		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
+		_ = conn.Close()
+	}()
+	result, err := conn.CallTool(octx, req.ToolName, req.arguments())
+	var tr render.ToolResult
+	switch {
+	case err == nil:
+		var info render.Info
+		var rerr error
+		tr, info, rerr = render.Render(ctx, req.ToolUseID, result, h.Render)
+		it.Annotate(slog.Int("result_bytes", info.Bytes), slog.Bool("is_error", tr.IsError))
+		if info.Truncated {
+			it.Annotate(slog.Bool("truncated", true), slog.Int("full_bytes", info.FullBytes))
+		}
+		if info.StoredKey != "" {
+			it.Annotate(slog.String("stored_key", info.StoredKey), slog.Int("full_bytes", info.FullBytes))
+		}
+		if rerr != nil {
+			it.Annotate(slog.String("store_error", it.Scrub(rerr.Error())))
+		}
+	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
+		// Refused before the server ran anything: a retry is safe.
+		return nil, false, work.Errorf(work.ClassifyMCP(err), err, "the MCP server refused the call")
+	case errors.Is(err, mcp.ErrServerAnswered):
+		tr = render.Refusal(req.ToolUseID, err)
+		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
+	default:
+		return nil, true, work.Errorf(work.ClassifyMCP(err), err, "the tool call failed")
+	}
+	return &tr, true, nil
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
+
+// replay turns a stored outcome back into a result or a final error.
+func replay(o ledger.Outcome) (any, error) {
+	if o.ErrorType != "" {
+		return nil, &work.Error{Type: work.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery)", Final: true}
+	}
+	return o.Result, nil
+}
+
+// idempotencyKey is tool_use_id, else the task token, else the SQS message
+// id; a direct invocation with neither has none.
+func idempotencyKey(req Request, it *work.Item) (key, kind string) {
+	switch {
+	case req.ToolUseID != "":
+		return req.ToolUseID, "tool_use_id"
+	case it.TaskToken != "":
+		return it.TaskToken, "task_token"
+	case it.Source == work.SQS:
+		return it.ID, "message_id"
+	}
+	return "", ""
+}
+
+// arguments returns the arguments to send: nil when absent or null.
+func (r Request) arguments() json.RawMessage {
+	if len(r.Arguments) == 0 || bytes.Equal(r.Arguments, []byte("null")) {
+		return nil
+	}
+	return r.Arguments
+}
+
+// validate checks the fields Decode cannot and the server URL against p
+// (nil: guard.Default()).
+func (r Request) validate(p *guard.Policy) (*url.URL, error) {
+	switch {
+	case r.ServerURL == "":
+		return nil, work.Errorf(work.InvalidRequest, nil, "server_url is required")
+	case r.ToolName == "":
+		return nil, work.Errorf(work.InvalidRequest, nil, "tool_name is required")
+	case len(r.ToolName) > maxToolName:
+		return nil, work.Errorf(work.InvalidRequest, nil, "tool_name is %d bytes, at most %d", len(r.ToolName), maxToolName)
+	case !validID(r.ToolUseID, maxToolUseID):
+		return nil, work.Errorf(work.InvalidRequest, nil, "tool_use_id must be 1-%d characters of A-Z a-z 0-9 _ -", maxToolUseID)
+	}
+	if args := r.arguments(); args != nil && (args[0] != '{') {
+		return nil, work.Errorf(work.InvalidRequest, nil, "arguments must be a JSON object")
+	}
+	if r.CatalogID != "" {
+		if err := catalog.ValidateID(r.CatalogID); err != nil {
+			return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+		}
+	}
+	for _, id := range r.VaultIDs {
+		if err := vault.ValidateVaultID(id); err != nil {
+			return nil, work.Errorf(work.InvalidRequest, err, "vault_ids")
+		}
+	}
+	return work.CheckServerURL(r.ServerURL, p)
+}
+
+const (
+	maxToolName  = 256
+	maxToolUseID = 256
+)
+
+// validID reports whether s is empty or 1 to n characters of A-Z a-z 0-9 _ -
+// (the Messages API's tool_use id alphabet).
+func validID(s string, n int) bool {
+	if len(s) > n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ResultsKeyPrefix prefixes the S3 keys of stored oversized results.
+const ResultsKeyPrefix = "results/"
+
+// LedgerLease is how long a delivery holds a call's idempotency key: the
+// longest it can run after taking it (the operation timeout), plus the
+// reserve and a minute of margin for clock skew.
+func LedgerLease(s work.Settings) time.Duration {
+	return s.OperationTimeout + s.Reserve + time.Minute
+}

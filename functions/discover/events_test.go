@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
+	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
+)
+
+const (
+	dlqURL    = "https://sqs.us-east-1.amazonaws.com/123456789012/mcpfn-discover-dlq"
+	requestID = "8f5c2a4e-7b1d-4c3e-9a2f-000000000001"
+)
+
+// exampleListing is what the fake server lists: the example server's tools
+// and one entry the client refused.
+var exampleListing = mcp.Listing{
+	Tools: []mcp.Tool{
+		{Name: "current_time", Description: "Returns the current date and time in an IANA time zone.", InputSchema: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string"}}}`)},
+		{Name: "calculate", Description: "Applies add, subtract, multiply or divide to two numbers.", InputSchema: json.RawMessage(`{"type":"object","properties":{"op":{"type":"string"},"a":{"type":"number"},"b":{"type":"number"}},"required":["op","a","b"]}`)},
+		{Name: "word_stats", Description: "Counts the words, characters and lines of a text.", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+	},
+	Refused: []mcp.Refusal{{Name: "bad tool", Reason: "name: not a valid tool name"}},
+}
+
+// fakeServer is a ConnectFunc whose connections list a fixed listing.
+type fakeServer struct {
+	listing    mcp.Listing
+	connectErr error
+	listErr    error
+	stats      mcp.Stats
+	configs    []mcp.Config
+}
+
+type fakeConn struct{ s *fakeServer }
+
+func (c fakeConn) ListTools(context.Context) (mcp.Listing, error) { return c.s.listing, c.s.listErr }
+func (c fakeConn) Stats() mcp.Stats                               { return c.s.stats }
+func (c fakeConn) Close() error                                   { return nil }
+
+func (s *fakeServer) connect(_ context.Context, cfg mcp.Config) (Conn, error) {
+	s.configs = append(s.configs, cfg)
+	if s.connectErr != nil {
+		return nil, s.connectErr
+	}
+	return fakeConn{s}, nil
+}
+
+// fakeStore is a catalog store whose versions are <id>-v1, <id>-v2, ...
+// in order of Put. Fail, when set, fails every call.
+type fakeStore struct {
+	mu       sync.Mutex
+	puts     map[string][]catalog.Discovery
+	failures map[string][]catalog.Failure
+	fail     error
+}
+
+func (s *fakeStore) Put(_ context.Context, id string, d catalog.Discovery) (catalog.PutResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return catalog.PutResult{}, s.fail
+	}
+	if s.puts == nil {
+		s.puts = map[string][]catalog.Discovery{}
+	}
+	s.puts[id] = append(s.puts[id], d)
+	return catalog.PutResult{Version: fmt.Sprintf("%s-v%d", id, len(s.puts[id])), ToolCount: len(d.Listing.Tools), Refused: d.Listing.Refused}, nil
+}
+
+func (s *fakeStore) RecordFailure(_ context.Context, id string, f catalog.Failure) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	if s.failures == nil {
+		s.failures = map[string][]catalog.Failure{}
+	}
+	s.failures[id] = append(s.failures[id], f)
+	return nil
+}
+
+// env is a discover function over fakes: a fake MCP server, a fake catalog
+// store, in-memory secrets, and recording Step Functions and SQS.
+type env struct {
+	server  *fakeServer
+	store   *fakeStore
+	secrets *vaulttest.Secrets
+	tasks   *worktest.Tasks
+	queue   *worktest.Queue
+	logs    *worktest.Lines
+	runner  *work.Runner
+	handler *Handler
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	store := &fakeStore{}
+	e := &env{
+		server: &fakeServer{
+			listing: exampleListing,
+			stats:   mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 4, ResponseBytes: 1890},
+		},
+		store:   store,
+		secrets: &vaulttest.Secrets{},
+		tasks:   &worktest.Tasks{},
+		queue:   &worktest.Queue{},
+		logs:    &worktest.Lines{},
+	}
+	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	e.handler = &Handler{
+		Connect:     e.server.connect,
+		Store:       store,
+		Credentials: vault.NewResolver(e.secrets, "mcpfn/vaults/"),
+		Logger:      logger,
+	}
+	var err error
+	e.runner, err = work.NewRunner(work.Config{
+		Function: "discover",
+		DLQURL:   dlqURL,
+		Queue:    e.queue,
+		Tasks:    e.tasks,
+		Logger:   logger,
+		Metrics:  &worktest.Lines{},
+	}, e.handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) invoke(t *testing.T, payload []byte) worktest.Invocation {
+	t.Helper()
+	ctx, cancel := worktest.Context(t.Context(), requestID, time.Minute)
+	defer cancel()
+	return worktest.Invoke(ctx, e.runner.Handle, payload, e.tasks, e.queue, e.logs)
+}
+
+// TestEvents runs every events/discover-*.json through the handler over
+// fakes and compares what it produced with testdata/events/<name>.json.
+func TestEvents(t *testing.T) {
+	files, err := filepath.Glob("../../events/discover-*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no discover events: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			payload, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				got := e.invoke(t, payload)
+				worktest.Golden(t, filepath.Join("testdata", "events", name+".json"), got)
+			})
+		})
+	}
+}
+
+// TestEveryEventHasAHandler: each file in events/ is run by TestEvents here
+// or in functions/call.
+func TestEveryEventHasAHandler(t *testing.T) {
+	files, err := filepath.Glob("../../events/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if !strings.HasSuffix(base, ".json") || !(strings.HasPrefix(base, "discover-") || strings.HasPrefix(base, "call-")) {
+			t.Errorf("events/%s: name it discover-*.json or call-*.json so a test runs it", base)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
+)
+
+// Request is a discover request (docs/contract.md).
+type Request struct {
+	CatalogID string   `json:"catalog_id"`
+	ServerURL string   `json:"server_url"`
+	VaultIDs  []string `json:"vault_ids,omitempty"`
+	TaskToken string   `json:"task_token,omitempty"`
+}
+
+// Result is the discover result (docs/contract.md). Refused lists at most
+// maxRefusedBytes of entries; RefusedOmitted counts the rest, which the
+// catalog holds.
+type Result struct {
+	CatalogID       string        `json:"catalog_id"`
+	Version         string        `json:"version"`
+	Unchanged       bool          `json:"unchanged"`
+	Superseded      bool          `json:"superseded,omitempty"`
+	ToolCount       int           `json:"tool_count"`
+	Refused         []mcp.Refusal `json:"refused"`
+	RefusedOmitted  int           `json:"refused_omitted,omitempty"`
+	ProtocolVersion string        `json:"protocol_version"`
+	Server          Server        `json:"server"`
+	Requests        int           `json:"requests"`
+	ResponseBytes   int64         `json:"response_bytes"`
+	DurationMS      int64         `json:"duration_ms"`
+}
+
+// Server is the MCP server's reported implementation.
+type Server struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// maxRefusedBytes bounds the refused entries a result carries, so that a
+// hostile listing cannot push the result past Step Functions' 256 KiB.
+const maxRefusedBytes = 64 << 10
+
+// Conn is the part of an MCP connection a discovery uses.
+type Conn interface {
+	ListTools(ctx context.Context) (mcp.Listing, error)
+	Stats() mcp.Stats
+	Close() error
+}
+
+var _ Conn = (*mcp.Conn)(nil)
+
+// ConnectFunc opens an MCP connection.
+type ConnectFunc func(ctx context.Context, cfg mcp.Config) (Conn, error)
+
+// ConnectMCP is the ConnectFunc of package mcp.
+func ConnectMCP(ctx context.Context, cfg mcp.Config) (Conn, error) {
+	c, err := mcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Store records discoveries.
+type Store interface {
+	Put(ctx context.Context, id string, d catalog.Discovery) (catalog.PutResult, error)
+	RecordFailure(ctx context.Context, id string, f catalog.Failure) error
+}
+
+var (
+	_ Store = (*catalog.Dynamo)(nil)
+	_ Store = (*catalog.Dir)(nil)
+)
+
+// Handler runs one discovery per work item. Connect, Store and Credentials
+// are required. HTTPClient nil means mcp.DefaultClient; Policy nil means
+// guard.Default(); Logger nil means slog.Default() (credential hints and
+// store warnings); Now nil means time.Now.
+type Handler struct {
+	Connect     ConnectFunc
+	HTTPClient  *http.Client
+	Policy      *guard.Policy
+	Store       Store
+	Credentials work.Vaults
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Process implements work.Processor: it validates the request, lists the
+// server's tools and stores them under catalog_id. A failure after the
+// request is valid is recorded on the catalog, which keeps its tools.
+func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
+	start := h.now()
+	var req Request
+	if err := work.Decode(it.Body, &req); err != nil {
+		return nil, err
+	}
+	u, err := req.validate(h.Policy)
+	if err != nil {
+		return nil, err
+	}
+	it.SetServer(u)
+	it.Annotate(slog.String("catalog_id", req.CatalogID))
+
+	res, err := h.discover(ctx, it, req, start)
+	if err != nil {
+		h.recordFailure(ctx, it, req.CatalogID, err)
+		return nil, err
+	}
+	return res, nil
+}
+
+func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, start time.Time) (*Result, error) {
+	token, err := work.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := it.OperationContext(ctx)
+	defer cancel()
+	client := h.HTTPClient
+	if client == nil {
+		client = mcp.DefaultClient
+	}
+	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client})
+	if err != nil {
+		return nil, work.Errorf(work.ClassifyMCP(err), err, "could not connect to the MCP server")
+	}
+	listing, err := conn.ListTools(octx)
+	stats := conn.Stats()
+	_ = conn.Close()
+	it.SetUsage(stats.ProtocolVersion, stats.Requests, stats.ResponseBytes)
+	if err != nil {
+		return nil, work.Errorf(work.ClassifyMCP(err), err, "could not list the MCP server's tools")
+	}
+	cancel()
+
+	put, err := h.Store.Put(ctx, req.CatalogID, catalog.Discovery{
+		Listing:         listing,
+		ProtocolVersion: stats.ProtocolVersion,
+		ServerName:      stats.ServerName,
+		ServerVersion:   stats.ServerVersion,
+		StartedAt:       start,
+	})
+	switch {
+	case errors.Is(err, catalog.ErrInvalidID):
+		return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+	case err != nil:
+		return nil, work.Errorf(work.Internal, err, "the catalog store failed")
+	}
+	res := &Result{
+		CatalogID:       req.CatalogID,
+		Version:         put.Version,
+		Unchanged:       put.Unchanged,
+		Superseded:      put.Superseded,
+		ToolCount:       put.ToolCount,
+		ProtocolVersion: stats.ProtocolVersion,
+		Server:          Server{Name: stats.ServerName, Version: stats.ServerVersion},
+		Requests:        stats.Requests,
+		ResponseBytes:   stats.ResponseBytes,
+		DurationMS:      h.now().Sub(start).Milliseconds(),
+	}
+	res.Refused, res.RefusedOmitted = boundRefused(put.Refused)
+	it.Annotate(
+		slog.String("catalog_version", put.Version),
+		slog.Bool("unchanged", put.Unchanged),
+		slog.Int("tool_count", put.ToolCount),
+		slog.Int("refused", len(put.Refused)),
+	)
+	if put.Superseded {
+		it.Annotate(slog.Bool("superseded", true))
+	}
+	return res, nil
+}
+
+// recordFailure records err on the catalog. A failure to record is logged:
+// the discovery's own error is what the caller needs.
+func (h *Handler) recordFailure(ctx context.Context, it *work.Item, id string, err error) {
+	f := catalog.Failure{ErrorType: string(work.TypeOf(err)), Message: it.PublicMessage(err), At: h.now()}
+	if rerr := h.Store.RecordFailure(ctx, id, f); rerr != nil {
+		h.logger().Warn("recording the discovery failure failed", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(rerr.Error()))
+	}
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
+}
+
+// boundRefused returns the refused entries that fit maxRefusedBytes (never
+// nil) and how many were left out.
+func boundRefused(all []mcp.Refusal) ([]mcp.Refusal, int) {
+	out := []mcp.Refusal{}
+	size := 0
+	for i, r := range all {
+		size += len(r.Name) + len(r.Reason) + 32 // JSON punctuation and escapes, roughly
+		if size > maxRefusedBytes {
+			return out, len(all) - i
+		}
+		out = append(out, r)
+	}
+	return out, 0
+}
+
+// validate checks the fields Decode cannot and the server URL against p
+// (nil: guard.Default()).
+func (r Request) validate(p *guard.Policy) (*url.URL, error) {
+	switch {
+	case r.CatalogID == "":
+		return nil, work.Errorf(work.InvalidRequest, nil, "catalog_id is required")
+	case r.ServerURL == "":
+		return nil, work.Errorf(work.InvalidRequest, nil, "server_url is required")
+	}
+	if err := catalog.ValidateID(r.CatalogID); err != nil {
+		return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+	}
+	for _, id := range r.VaultIDs {
+		if err := vault.ValidateVaultID(id); err != nil {
+			return nil, work.Errorf(work.InvalidRequest, err, "vault_ids")
+		}
+	}
+	return work.CheckServerURL(r.ServerURL, p)
+}

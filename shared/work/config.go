@@ -1,0 +1,135 @@
+package work
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/render"
+)
+
+// Environment variables the functions read (docs/contract.md).
+const (
+	EnvCatalogTable     = "MCPFN_CATALOG_TABLE"
+	EnvCatalogDir       = "MCPFN_CATALOG_DIR"
+	EnvCallsTable       = "MCPFN_CALLS_TABLE"
+	EnvSecretsPrefix    = "MCPFN_SECRETS_PREFIX"
+	EnvDLQURL           = "MCPFN_DLQ_URL"
+	EnvResultsBucket    = "MCPFN_RESULTS_BUCKET"
+	EnvMaxResultBytes   = "MCPFN_MAX_RESULT_BYTES"
+	EnvBatchConcurrency = "MCPFN_BATCH_CONCURRENCY"
+	EnvReserve          = "MCPFN_RESERVE"
+	EnvOperationTimeout = "MCPFN_OPERATION_TIMEOUT"
+	EnvLogLevel         = "MCPFN_LOG_LEVEL"
+)
+
+// Defaults and bounds of the settings.
+const (
+	DefaultSecretsPrefix = "mcpfn/vaults/"
+	MaxConcurrency       = 100
+	MinMaxResultBytes    = 1 << 10
+	MaxMaxResultBytes    = 6 << 20 // Lambda's synchronous response limit
+)
+
+// MaxOperationTimeout is the longest operation timeout: what package mcp
+// bounds a listing and a call by.
+const MaxOperationTimeout = min(mcp.ListTimeout, mcp.CallTimeout)
+
+// Settings is the functions' configuration, read once at init. The egress
+// allow-list (guard.EnvAllowList) is not here: main parses it with the
+// guard package.
+type Settings struct {
+	CatalogTable     string // empty: the directory store at CatalogDir
+	CatalogDir       string
+	CallsTable       string // empty: an in-memory ledger (local runs only)
+	SecretsPrefix    string
+	DLQURL           string
+	ResultsBucket    string
+	MaxResultBytes   int
+	Concurrency      int
+	Reserve          time.Duration
+	OperationTimeout time.Duration
+	LogLevel         slog.Level
+}
+
+// LoadSettings reads the settings through getenv (os.Getenv in main),
+// applies the defaults and checks every value. The error names each bad
+// variable.
+func LoadSettings(getenv func(string) string) (Settings, error) {
+	s := Settings{
+		CatalogTable:     getenv(EnvCatalogTable),
+		CatalogDir:       getenv(EnvCatalogDir),
+		CallsTable:       getenv(EnvCallsTable),
+		SecretsPrefix:    getenv(EnvSecretsPrefix),
+		DLQURL:           getenv(EnvDLQURL),
+		ResultsBucket:    getenv(EnvResultsBucket),
+		MaxResultBytes:   render.DefaultMaxBytes,
+		Concurrency:      DefaultConcurrency,
+		Reserve:          DefaultReserve,
+		OperationTimeout: MaxOperationTimeout,
+		LogLevel:         slog.LevelInfo,
+	}
+	if s.CatalogDir == "" {
+		s.CatalogDir = filepath.Join(os.TempDir(), "mcpfn-catalog")
+	}
+	if s.SecretsPrefix == "" {
+		s.SecretsPrefix = DefaultSecretsPrefix
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s=%q: %s", name, getenv(name), fmt.Sprintf(format, args...)))
+	}
+	if v := getenv(EnvDLQURL); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad(EnvDLQURL, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
+		}
+	}
+	if v := getenv(EnvMaxResultBytes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < MinMaxResultBytes || n > MaxMaxResultBytes {
+			bad(EnvMaxResultBytes, "want an integer from %d to %d", MinMaxResultBytes, MaxMaxResultBytes)
+		}
+		s.MaxResultBytes = n
+	}
+	if v := getenv(EnvBatchConcurrency); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxConcurrency {
+			bad(EnvBatchConcurrency, "want an integer from 1 to %d", MaxConcurrency)
+		}
+		s.Concurrency = n
+	}
+	if v := getenv(EnvReserve); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			bad(EnvReserve, "want a positive Go duration such as 5s")
+		}
+		s.Reserve = d
+	}
+	if v := getenv(EnvOperationTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < DefaultMinBudget || d > MaxOperationTimeout {
+			bad(EnvOperationTimeout, "want a Go duration from %s to %s", DefaultMinBudget, MaxOperationTimeout)
+		}
+		s.OperationTimeout = d
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad(EnvLogLevel, "want debug, info, warn or error")
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Settings{}, fmt.Errorf("configuration: %w", err)
+	}
+	return s, nil
+}
+
+// NewLogger returns the JSON logger the functions write to stdout, at level.
+func NewLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+}
