@@ -26,7 +26,7 @@ const (
 
 // silentServer accepts connections and reads them without ever writing.
 // open reports the connections the client has not closed.
-func silentServer(t *testing.T) (url string, open func() int64) {
+func silentServer(t testing.TB) (url string, open func() int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,7 @@ type Conn struct {
 	tr       *transport
 	log      *dropLog
 	endpoint string
+	query    string
 
 	mu    sync.Mutex
 	stats Stats
@@ -80,7 +82,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		Jar:           base.Jar,
 		Timeout:       base.Timeout,
 	}
-	c := &Conn{tr: tr, log: &dropLog{}, endpoint: cfg.URL}
+	c := &Conn{tr: tr, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
 
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
@@ -178,17 +180,35 @@ func (c *Conn) fail(ctx context.Context, op *operation, what string, answered, e
 	fatal, lastErr, wasAnswered := c.tr.outcome(op)
 	switch {
 	case fatal != nil:
-		return fmt.Errorf("mcp: %s: %w", what, fatal)
+		err = fmt.Errorf("mcp: %s: %w", what, fatal)
 	case ctx.Err() != nil:
-		return fmt.Errorf("mcp: %s: %w (%v)", what, ctx.Err(), err)
+		err = fmt.Errorf("mcp: %s: %w (%v)", what, ctx.Err(), err)
 	case wasAnswered:
-		return fmt.Errorf("mcp: %s: %w: %w", what, answered, err)
+		err = fmt.Errorf("mcp: %s: %w: %w", what, answered, err)
 	case lastErr != nil && !errors.Is(err, lastErr):
-		return fmt.Errorf("mcp: %s: %w (transport: %w)", what, err, lastErr)
+		err = fmt.Errorf("mcp: %s: %w (transport: %w)", what, err, lastErr)
 	default:
-		return fmt.Errorf("mcp: %s: %w", what, err)
+		err = fmt.Errorf("mcp: %s: %w", what, err)
 	}
+	return c.redact(err)
 }
+
+// redact hides the endpoint's query string, which may carry a credential,
+// from err's text (net/http and the SDK quote the URL); the chain is kept.
+func (c *Conn) redact(err error) error {
+	if err == nil || c.query == "" {
+		return err
+	}
+	return &redacted{err: err, query: c.query}
+}
+
+type redacted struct {
+	err   error
+	query string
+}
+
+func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.query, "REDACTED") }
+func (r *redacted) Unwrap() error { return r.err }
 
 // Stats returns what the connection cost so far. It is safe on a nil Conn.
 func (c *Conn) Stats() Stats {
@@ -216,7 +236,7 @@ func (c *Conn) Close() error {
 		timer.Stop()
 		c.tr.kill()
 		if err != nil {
-			c.closeErr = fmt.Errorf("mcp: close: %w", err)
+			c.closeErr = c.redact(fmt.Errorf("mcp: close: %w", err))
 		}
 	})
 	return c.closeErr

@@ -328,3 +328,23 @@ func TestHeaderBlocks(t *testing.T) {
 		})
 	}
 }
+
+func TestErrorsHideTheEndpointQuery(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String() + "/mcp?api_key=topsecret"
+	ln.Close() // connection refused
+	_, err = Connect(testCtx(t, 5*time.Second), Config{URL: u, HTTPClient: loopback(t, u, 5*time.Second)})
+	if err == nil {
+		t.Fatal("Connect succeeded")
+	}
+	if strings.Contains(err.Error(), "topsecret") {
+		t.Errorf("error %q shows the query", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("err = %v, want the *net.OpError kept in the chain", err)
+	}
+}

@@ -27,7 +27,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // loopback returns a guarded client that may reach rawURL's loopback port.
-func loopback(t *testing.T, rawURL string, timeout time.Duration) *http.Client {
+func loopback(t testing.TB, rawURL string, timeout time.Duration) *http.Client {
 	t.Helper()
 	c, err := mcptest.LoopbackClient(rawURL, timeout)
 	if err != nil {
@@ -72,7 +72,7 @@ type scripted struct {
 	bodies  map[string][]json.RawMessage // params by method
 }
 
-func serveScripted(t *testing.T, s *scripted) *scripted {
+func serveScripted(t testing.TB, s *scripted) *scripted {
 	t.Helper()
 	s.bodies = map[string][]json.RawMessage{}
 	s.ts = httptest.NewServer(s)
