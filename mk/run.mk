@@ -3,7 +3,9 @@
 
 LAMBDA_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap
 ASL_FILES := $(sort $(wildcard statemachine/*.asl.json))
-LOCALRUN = $(GO) run ./cmd/localrun -rie $(GOBIN)/aws-lambda-rie
+# RUN_FLAGS passes options to cmd/localrun, e.g. RUN_FLAGS='-v -store dir'.
+RUN_FLAGS ?=
+LOCALRUN = $(GO) run ./cmd/localrun -rie $(GOBIN)/aws-lambda-rie $(RUN_FLAGS)
 
 LINT_TARGETS += lint-template lint-asl
 

@@ -1,0 +1,151 @@
+// Command localrun runs the discover and call functions on this machine
+// without Docker: it builds both bootstrap binaries for the host, starts the
+// example MCP server on loopback, a store (DynamoDB tables in moto when moto
+// is importable, else the embedded directory store), each function under its
+// own aws-lambda-rie, invokes them with files from events/, prints the
+// results and the stored catalog, and stops everything it started.
+//
+// Usage (from the repository root; `make run` and `make invoke-<event>`):
+//
+//	go run ./cmd/localrun [-event events/NAME.json] [-v] [-store auto|moto|dir]
+//
+// Without -event it runs discover and then call with the direct-invocation
+// samples. Every server_url that names a placeholder host (example.com and
+// the other reserved example domains) is replaced by the example server's URL.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/rietest"
+)
+
+// Default events of a run without -event: discover, then call.
+var defaultEvents = []string{"events/discover-direct.json", "events/call-direct.json"}
+
+type options struct {
+	rie       string
+	events    []string
+	timeout   time.Duration
+	store     string
+	stateless bool
+	verbose   bool
+}
+
+func main() {
+	var o options
+	var event string
+	flag.StringVar(&o.rie, "rie", "", "path of aws-lambda-rie (default: PATH, then $(go env GOPATH)/bin)")
+	flag.StringVar(&event, "event", "", "run only this event file (default: discover then call)")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "function timeout under the RIE")
+	flag.StringVar(&o.store, "store", "auto", "store: auto (moto when available, else a directory), moto or dir")
+	flag.BoolVar(&o.stateless, "stateless", false, "serve the example server statelessly (protocol 2026-07-28)")
+	flag.BoolVar(&o.verbose, "v", false, "stream the functions' logs")
+	flag.Parse()
+	o.events = defaultEvents
+	if event != "" {
+		o.events = []string{event}
+	}
+	switch o.store {
+	case "auto", "moto", "dir":
+	default:
+		fmt.Fprintf(os.Stderr, "localrun: -store %q: want auto, moto or dir\n", o.store)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "localrun: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the stack, invokes o.events in order and stops the stack, also
+// when ctx is cancelled (Ctrl-C).
+func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
+	invs := make([]invocation, 0, len(o.events))
+	for _, path := range o.events {
+		inv, err := readEvent(path)
+		if err != nil {
+			return err
+		}
+		invs = append(invs, inv)
+	}
+	cfg := stackConfig{rie: o.rie, timeout: o.timeout, store: o.store, stateless: o.stateless, progress: stdout}
+	if o.verbose {
+		cfg.logs = stderr
+	}
+	if cfg.rie == "" {
+		if cfg.rie, err = rietest.FindRIE(); err != nil {
+			return err
+		}
+	}
+	st, err := startStack(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(stdout, "\nStopping the functions, the store and the example server.")
+		err = errors.Join(err, st.close())
+	}()
+	p := &printer{w: stdout}
+	p.stack(st)
+
+	for _, inv := range invs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		inv = inv.withServer(st.serverURL)
+		if inv.function == "call" {
+			// A call naming a catalog is refused unless the tool is in it:
+			// discover the example server into each such catalog first.
+			for _, id := range inv.catalogIDs() {
+				if _, err := st.store.Get(ctx, id); err == nil {
+					continue
+				}
+				pre := discoverRequest(id, st.serverURL)
+				if err := invokeAndPrint(ctx, st, p, pre); err != nil {
+					return err
+				}
+			}
+		}
+		if err := invokeAndPrint(ctx, st, p, inv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) error {
+	fn := st.discover
+	if inv.function == "call" {
+		fn = st.call
+	}
+	p.invoking(inv)
+	before := len(st.tasks.Reports())
+	dlqBefore := st.dlqDepth(ctx, inv.function)
+	res, err := fn.Invoke(ctx, inv.payload)
+	if err != nil {
+		return err
+	}
+	p.result(inv, res)
+	p.taskReports(st.tasks.Reports()[before:])
+	p.deadLetters(st.dlqDepth(ctx, inv.function) - dlqBefore)
+	if inv.function == "discover" {
+		for _, id := range inv.catalogIDs() {
+			c, err := st.store.Get(ctx, id)
+			p.catalog(id, c, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunShowsCatalogAndToolResult is `make run` with the embedded
+// directory store: real binaries under the RIE and the example server. It
+// checks the output a user sees and that every process it started is gone.
+func TestRunShowsCatalogAndToolResult(t *testing.T) {
+	var out, logs bytes.Buffer
+	o := options{
+		events:  []string{"../../events/discover-direct.json", "../../events/call-direct.json"},
+		timeout: 30 * time.Second,
+		store:   "dir",
+		verbose: true,
+	}
+	if err := run(t.Context(), o, &out, &logs); err != nil {
+		t.Fatalf("run: %v\noutput:\n%s\nlogs:\n%s", err, &out, &logs)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"embedded directory store",
+		`discovered 3 tools (0 refused) into catalog "example"`,
+		`Stored catalog "example"`,
+		"calculate     Applies add, subtract, multiply or divide",
+		"arguments: a (number), b (number), op (string)",
+		`tool_result for "toolu_01A09q90qw90lq917835lq9", is_error: false`,
+		"\n    5\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if !strings.Contains(logs.String(), `call | {"time"`) {
+		t.Errorf("-v did not stream the call function's logs:\n%s", &logs)
+	}
+	server := regexp.MustCompile(`example MCP server  http://(127\.0\.0\.1:\d+)/mcp`).FindStringSubmatch(got)
+	if server == nil {
+		t.Fatal("output does not name the example server")
+	}
+	if conn, err := net.Dial("tcp", server[1]); err == nil {
+		conn.Close()
+		t.Errorf("the example server still accepts connections on %s after run", server[1])
+	}
+	pids := regexp.MustCompile(`aws-lambda-rie pid (\d+)`).FindAllStringSubmatch(got, -1)
+	if len(pids) != 2 {
+		t.Fatalf("output names %d RIE pids, want 2", len(pids))
+	}
+	for _, m := range pids {
+		pid, _ := strconv.Atoi(m[1])
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("RIE pid %d still exists after run (kill 0: %v)", pid, err)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/rietest"
+)
+
+// Local resource names, the same as a deployed stack's environment carries.
+const (
+	catalogTable = "mcpfn-catalog"
+	callsTable   = "mcpfn-calls"
+	discoverDLQ  = "mcpfn-discover-dlq"
+	callDLQ      = "mcpfn-call-dlq"
+)
+
+// unreachable is the AWS endpoint of a run without moto: a loopback port
+// nothing listens on, so that no AWS request leaves the machine.
+const unreachable = "http://127.0.0.1:9"
+
+// stack is everything a local run starts. close stops it in reverse order,
+// each process by its PID.
+type stack struct {
+	dir       string
+	serverURL string
+	moto      *awstest.Moto
+	store     catalog.Store
+	storeDesc string
+	tasks     *rietest.TaskRecorder
+	discover  *rietest.Function
+	call      *rietest.Function
+	dlqs      map[string]string // function name → DLQ URL (moto only)
+	closers   []func() error
+}
+
+type stackConfig struct {
+	rie       string
+	timeout   time.Duration
+	store     string // auto, moto or dir
+	stateless bool
+	logs      io.Writer // nil: logs are not streamed
+	progress  io.Writer
+}
+
+func (s *stack) onClose(f func() error) { s.closers = append(s.closers, f) }
+
+// close stops everything started, last first, and removes the work
+// directory.
+func (s *stack) close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
+	s = &stack{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.close())
+			s = nil
+		}
+	}()
+	s.dir, err = os.MkdirTemp("", "mcpfn-run-")
+	if err != nil {
+		return nil, err
+	}
+	s.onClose(func() error { return os.RemoveAll(s.dir) })
+
+	fmt.Fprintln(cfg.progress, "Building discover, call and the example server for this machine ...")
+	bins := map[string]string{
+		"discover":      filepath.Join(s.dir, "discover", "bootstrap"),
+		"call":          filepath.Join(s.dir, "call", "bootstrap"),
+		"exampleserver": filepath.Join(s.dir, "exampleserver"),
+	}
+	for name, out := range bins {
+		pkg := "github.com/mcpfn/mcpfn/functions/" + name
+		if name == "exampleserver" {
+			pkg = "github.com/mcpfn/mcpfn/cmd/exampleserver"
+		}
+		if err := rietest.Build(ctx, pkg, out); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := s.startExampleServer(ctx, bins["exampleserver"], cfg.stateless); err != nil {
+		return nil, err
+	}
+	env, err := s.startStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.tasks = rietest.NewTaskRecorder()
+	s.onClose(func() error { s.tasks.Close(); return nil })
+
+	allow, err := allowEntry(s.serverURL)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env,
+		"MCPFN_EGRESS_ALLOW="+allow,
+		"MCPFN_LOG_LEVEL=INFO",
+		"AWS_ENDPOINT_URL_SFN="+s.tasks.URL,
+	)
+	for _, fn := range []struct {
+		name string
+		dst  **rietest.Function
+		env  []string
+	}{
+		{"discover", &s.discover, s.functionEnv("discover")},
+		{"call", &s.call, s.functionEnv("call")},
+	} {
+		var out io.Writer
+		if cfg.logs != nil {
+			out = prefixWriter(cfg.logs, fn.name+" | ")
+		}
+		f, err := rietest.Start(rietest.Config{
+			Bootstrap: bins[fn.name],
+			RIE:       cfg.rie,
+			Name:      fn.name,
+			Timeout:   cfg.timeout,
+			Env:       append(append([]string(nil), env...), fn.env...),
+			Output:    out,
+		})
+		if err != nil {
+			return nil, err
+		}
+		*fn.dst = f
+		s.onClose(f.Stop)
+	}
+	return s, nil
+}
+
+// startExampleServer starts the example MCP server on a free loopback port
+// and reads its endpoint from the first line it prints.
+func (s *stack) startExampleServer(ctx context.Context, bin string, stateless bool) error {
+	args := []string{"-addr", "127.0.0.1:0"}
+	if stateless {
+		args = append(args, "-stateless")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start example server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.onClose(func() error {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("stop example server (pid %d): %w", cmd.Process.Pid, err)
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		return nil
+	})
+
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line, ok := <-lines:
+		u, found := strings.CutPrefix(line, "exampleserver: serving ")
+		if !ok || !found {
+			return fmt.Errorf("example server did not announce its endpoint (first line %q)", line)
+		}
+		s.serverURL = u
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("example server did not start within 10s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startStore starts moto with the tables and DLQs when it can (store auto
+// or moto) and otherwise selects the embedded directory store. It returns
+// the environment every function gets.
+func (s *stack) startStore(ctx context.Context, cfg stackConfig) ([]string, error) {
+	if cfg.store != "dir" {
+		m, err := awstest.Start()
+		if err == nil {
+			s.moto = m
+			s.onClose(m.Stop)
+			if err := s.provision(ctx); err != nil {
+				return nil, err
+			}
+			s.store = catalog.NewDynamo(dynamodb.NewFromConfig(m.Config(ctx)), catalogTable)
+			s.storeDesc = fmt.Sprintf("DynamoDB table %s in moto at %s", catalogTable, m.Endpoint())
+			return m.Environ(), nil
+		}
+		if cfg.store == "moto" {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.progress, "moto is not available (%v);\n  using the embedded directory store instead.\n", firstLine(err))
+	}
+	dir := filepath.Join(s.dir, "catalog")
+	store, err := catalog.NewDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.store = store
+	s.storeDesc = "embedded directory store at " + dir
+	return []string{
+		"AWS_ENDPOINT_URL=" + unreachable,
+		"AWS_ACCESS_KEY_ID=local",
+		"AWS_SECRET_ACCESS_KEY=local",
+		"MCPFN_CATALOG_DIR=" + dir,
+	}, nil
+}
+
+// provision creates the catalog and calls tables and both DLQs in moto.
+func (s *stack) provision(ctx context.Context) error {
+	cfg := s.moto.Config(ctx)
+	db := dynamodb.NewFromConfig(cfg)
+	if err := catalog.CreateTable(ctx, db, catalogTable); err != nil {
+		return err
+	}
+	if err := ledger.CreateTable(ctx, db, callsTable); err != nil {
+		return err
+	}
+	q := sqs.NewFromConfig(cfg)
+	s.dlqs = map[string]string{}
+	for fn, name := range map[string]string{"discover": discoverDLQ, "call": callDLQ} {
+		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("create queue %s: %w", name, err)
+		}
+		s.dlqs[fn] = aws.ToString(out.QueueUrl)
+	}
+	return nil
+}
+
+// dlqDepth returns how many messages the function's DLQ holds; 0 without
+// moto.
+func (s *stack) dlqDepth(ctx context.Context, function string) int {
+	if s.moto == nil {
+		return 0
+	}
+	out, err := sqs.NewFromConfig(s.moto.Config(ctx)).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(s.dlqs[function]),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	return n
+}
+
+// functionEnv is the environment one function gets on top of the common one.
+func (s *stack) functionEnv(name string) []string {
+	if s.moto == nil {
+		return nil
+	}
+	env := []string{"MCPFN_CATALOG_TABLE=" + catalogTable, "MCPFN_DLQ_URL=" + s.dlqs[name]}
+	if name == "call" {
+		env = append(env, "MCPFN_CALLS_TABLE="+callsTable)
+	}
+	return env
+}
+
+// allowEntry is the guard allow-list entry for a loopback URL's address and
+// port, e.g. 127.0.0.1/32:8080.
+func allowEntry(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	host, port := u.Hostname(), u.Port()
+	if host != "127.0.0.1" || port == "" {
+		return "", fmt.Errorf("example server URL %s is not on 127.0.0.1 with a port", raw)
+	}
+	return host + "/32:" + port, nil
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// prefixWriter writes each line to w with prefix in front.
+func prefixWriter(w io.Writer, prefix string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		for _, line := range strings.SplitAfter(string(p), "\n") {
+			if line != "" {
+				if _, err := io.WriteString(w, prefix+line); err != nil {
+					return 0, err
+				}
+			}
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
