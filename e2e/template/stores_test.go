@@ -1,0 +1,140 @@
+package template
+
+import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
+)
+
+func realTemplate(t *testing.T) doc {
+	t.Helper()
+	d, err := loadTemplate(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestTablesMatchTheStores checks each table's keys and TTL attribute are
+// the ones the Go stores read and write.
+func TestTablesMatchTheStores(t *testing.T) {
+	d := realTemplate(t)
+	tests := []struct {
+		table   string
+		keys    map[string]string // attribute → HASH/RANGE
+		ttlAttr string
+	}{
+		{"CatalogTable", map[string]string{catalog.PartitionKey: "HASH", catalog.SortKey: "RANGE"}, catalog.TTLAttribute},
+		{"CallsTable", map[string]string{ledger.KeyAttribute: "HASH"}, ledger.TTLAttribute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.table, func(t *testing.T) {
+			props := path(d, "Resources", tt.table, "Properties")
+			got := map[string]string{}
+			for _, k := range asSlice(path(props, "KeySchema")) {
+				got[path(k, "AttributeName").(string)] = path(k, "KeyType").(string)
+			}
+			if diff := cmp.Diff(tt.keys, got); diff != "" {
+				t.Errorf("KeySchema (-want +got):\n%s", diff)
+			}
+			for _, a := range asSlice(path(props, "AttributeDefinitions")) {
+				if path(a, "AttributeType") != "S" {
+					t.Errorf("attribute %v has type %v, want S", path(a, "AttributeName"), path(a, "AttributeType"))
+				}
+			}
+			if got := path(props, "TimeToLiveSpecification", "AttributeName"); got != tt.ttlAttr {
+				t.Errorf("TTL attribute %v, want %s", got, tt.ttlAttr)
+			}
+		})
+	}
+}
+
+// TestPoliciesGrantWhatTheClientsCall checks each policy statement grants
+// exactly the operations of the client interface the function's code is
+// written against: a method added to an interface without its permission,
+// or a permission nothing calls, fails here.
+func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
+	d := realTemplate(t)
+	tests := []struct {
+		role, sid string
+		service   string
+		api       reflect.Type
+		only      []string // when set, the statement grants this subset of api
+		resource  string   // logical id the statement is scoped to; "" for a Sub ARN
+	}{
+		{"DiscoverRole", "Catalog", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), nil, "CatalogTable"},
+		{"CallRole", "CatalogRead", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), []string{"GetItem", "Query"}, "CatalogTable"},
+		{"CallRole", "CallLedger", "dynamodb", reflect.TypeFor[ledger.DynamoAPI](), nil, "CallsTable"},
+		{"DiscoverRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
+		{"CallRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
+		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "DiscoverDLQ"},
+		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "CallDLQ"},
+		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, ""},
+		{"CallRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, ""},
+		{"CallRole", "Results", "s3", reflect.TypeFor[render.ObjectPutter](), nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.role+"/"+tt.sid, func(t *testing.T) {
+			st := statement(d, tt.role, tt.sid)
+			if st == nil {
+				t.Fatalf("%s has no statement %s", tt.role, tt.sid)
+			}
+			var want []string
+			for i := range tt.api.NumMethod() {
+				m := tt.api.Method(i).Name
+				if tt.only == nil || slices.Contains(tt.only, m) {
+					want = append(want, tt.service+":"+m)
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("%v has none of the methods %v", tt.api, tt.only)
+			}
+			var got []string
+			switch a := path(st, "Action").(type) {
+			case string:
+				got = []string{a}
+			case []any:
+				for _, s := range a {
+					got = append(got, s.(string))
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if tt.resource != "" {
+				if id, _, _ := refName(path(st, "Resource")); id != tt.resource {
+					t.Errorf("Resource %v, want %s", path(st, "Resource"), tt.resource)
+				}
+			} else if _, ok := path(st, "Resource", "Fn::Sub").(string); !ok {
+				t.Errorf("Resource %v, want a scoped !Sub ARN", path(st, "Resource"))
+			}
+		})
+	}
+}
+
+// statement finds the inline policy statement with Sid sid in role,
+// including one inside an !If.
+func statement(d doc, role, sid string) map[string]any {
+	for _, pol := range asSlice(path(d, "Resources", role, "Properties", "Policies")) {
+		for _, st := range asSlice(path(pol, "PolicyDocument", "Statement")) {
+			if ifArgs := asSlice(path(st, "Fn::If")); len(ifArgs) == 3 {
+				st = ifArgs[1]
+			}
+			if m, ok := st.(map[string]any); ok && m["Sid"] == sid {
+				return m
+			}
+		}
+	}
+	return nil
+}
