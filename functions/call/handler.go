@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -145,7 +146,11 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 		err = work.Errorf(work.Internal, err, "internal error: the result does not marshal")
 		outcome = ledger.Outcome{ErrorType: string(work.Internal), Message: "internal error: the result does not marshal"}
 	}
-	if cerr := h.Ledger.Complete(ctx, key, outcome); cerr != nil {
+	cerr := h.Ledger.Complete(ctx, key, outcome)
+	if errors.Is(cerr, ledger.ErrTooLarge) && res != nil {
+		cerr = h.Ledger.Complete(ctx, key, ledger.Outcome{Result: tooLargeToReplay(res, len(outcome.Result))})
+	}
+	if cerr != nil {
 		h.logger().Warn("ledger complete failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(cerr.Error()))
 	}
 	if err != nil {
@@ -239,6 +244,20 @@ func replay(o ledger.Outcome) (any, error) {
 		return nil, &work.Error{Type: work.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery)", Final: true}
 	}
 	return o.Result, nil
+}
+
+// tooLargeToReplay is the outcome stored for a result the ledger cannot
+// hold: a duplicate delivery gets a note instead of the result.
+func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
+	note := render.ToolResult{
+		Type:      render.TypeToolResult,
+		ToolUseID: res.ToolUseID,
+		IsError:   res.IsError,
+		Content: []render.Block{{Type: render.TypeText, Text: fmt.Sprintf(
+			"[this tool call already ran and its result was delivered; at %d bytes it is too large to deliver again]", size)}},
+	}
+	b, _ := json.Marshal(note) // a ToolResult of strings always marshals
+	return b
 }
 
 // idempotencyKey is tool_use_id, else the task token, else the SQS message

@@ -75,6 +75,13 @@ func (t *Tasks) record(r TaskReport) {
 	t.reports = append(t.reports, r)
 }
 
+// Reset forgets the reports.
+func (t *Tasks) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reports = nil
+}
+
 // Reports returns the reports sorted by task token.
 func (t *Tasks) Reports() []TaskReport {
 	t.mu.Lock()
@@ -113,6 +120,13 @@ func (q *Queue) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...fu
 	defer q.mu.Unlock()
 	q.sent = append(q.sent, m)
 	return &sqs.SendMessageOutput{MessageId: aws.String(fmt.Sprintf("dlq-%d", len(q.sent)))}, nil
+}
+
+// Reset forgets the sent messages.
+func (q *Queue) Reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = nil
 }
 
 // Sent returns the messages sorted by body.
@@ -183,6 +197,13 @@ func (l *Lines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.Write(p)
+}
+
+// Reset forgets everything written.
+func (l *Lines) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
 }
 
 // String returns everything written.

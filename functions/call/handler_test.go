@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
+)
+
+const serverURL = "https://mcp.example.com/mcp"
+
+func request(fields map[string]any) []byte {
+	r := map[string]any{"server_url": serverURL, "tool_name": "calculate"}
+	for k, v := range fields {
+		if v == nil {
+			delete(r, k)
+			continue
+		}
+		r[k] = v
+	}
+	return worktest.Payload(r)
+}
+
+func (e *env) direct(t *testing.T, payload []byte) worktest.Invocation {
+	t.Helper()
+	e.logs.Reset()
+	e.tasks.Reset()
+	e.queue.Reset()
+	return e.invoke(t, payload)
+}
+
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload []byte
+		want    string // the wire error's message
+	}{
+		{"no server_url", request(map[string]any{"server_url": nil}), "server_url is required"},
+		{"no tool_name", request(map[string]any{"tool_name": nil}), "tool_name is required"},
+		{"long tool_name", request(map[string]any{"tool_name": strings.Repeat("t", 257)}), "tool_name is 257 bytes, at most 256"},
+		{"arguments an array", request(map[string]any{"arguments": []int{1}}), "arguments must be a JSON object"},
+		{"arguments a number", request(map[string]any{"arguments": 3}), "arguments must be a JSON object"},
+		{"tool_use_id with a slash", request(map[string]any{"tool_use_id": "toolu/../x"}), "tool_use_id must be 1-256 characters of A-Z a-z 0-9 _ -"},
+		{"bad vault id", request(map[string]any{"vault_ids": []string{"a b"}}), `vault_ids: vault: bad vault id: "a b" has character ' ' at byte 1`},
+		{"empty vault id", request(map[string]any{"vault_ids": []string{""}}), "vault_ids: vault: bad vault id: empty"},
+		{"catalog_id too long", request(map[string]any{"catalog_id": strings.Repeat("c", 1025)}), "catalog_id: catalog: invalid catalog id: 1025 bytes, at most 1024"},
+		{"userinfo in the URL", request(map[string]any{"server_url": "https://u:p@mcp.example.com/mcp"}), "server_url: guard: bad server URL: https://mcp.example.com/mcp: userinfo not allowed; put credentials in the vault"},
+		{"unknown field", []byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"x","input":{}}`), `unknown field "input"`},
+		{"catalog not discovered", request(map[string]any{"catalog_id": "elsewhere"}), `tool "calculate" cannot be checked: catalog "elsewhere" has not been discovered`},
+		{"tool not in catalog", request(map[string]any{"catalog_id": "example", "tool_name": "drop_tables"}), `tool "drop_tables" is not in catalog "example" (version example-v1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			got := e.direct(t, tt.payload)
+			if got.Error == nil || got.Error.Type != "invalid_request_error" || got.Error.Message != tt.want {
+				t.Errorf("error = %+v, want invalid_request_error %q", got.Error, tt.want)
+			}
+			if len(e.server.configs) != 0 {
+				t.Errorf("connected %d times, want 0: refused before any connection", len(e.server.configs))
+			}
+		})
+	}
+}
+
+func TestConnectionSettings(t *testing.T) {
+	tests := []struct {
+		name     string
+		payload  []byte
+		wantHint string
+		wantArgs string
+	}{
+		{"protocol hint from the catalog", request(map[string]any{"catalog_id": "example", "arguments": map[string]int{"a": 1}}), "2025-11-25", `{"a":1}`},
+		{"no catalog, no hint", request(map[string]any{"arguments": map[string]int{"a": 1}}), "", `{"a":1}`},
+		{"absent arguments", request(nil), "", ""},
+		{"null arguments", []byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"calculate","arguments":null}`), "", ""},
+		{"arguments byte for byte", []byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"calculate","arguments":{ "b" : 1.50, "a":"<&>",` + "\n" + ` "n": 1e2 }}`), "", `{ "b" : 1.50, "a":"<&>",` + "\n" + ` "n": 1e2 }`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if got := e.direct(t, tt.payload); got.Error != nil {
+				t.Fatalf("error = %+v", got.Error)
+			}
+			if len(e.server.configs) != 1 {
+				t.Fatalf("connected %d times, want 1", len(e.server.configs))
+			}
+			cfg := e.server.configs[0]
+			if cfg.ProtocolVersion != tt.wantHint || cfg.HTTPClient != mcp.CallClient || cfg.URL != serverURL || cfg.BearerToken != "" {
+				t.Errorf("config = %+v, want hint %q, mcp.CallClient, no token", cfg, tt.wantHint)
+			}
+			want := []string{"calculate " + tt.wantArgs}
+			if diff := cmp.Diff(want, e.server.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	e := newEnv(t)
+	e.secrets.PutCredentials("mcpfn/vaults/team",
+		vault.Credential{ServerURL: "https://mcp.example.com/other", Token: "wrong-path-token"},
+		vault.Credential{ServerURL: "https://MCP.example.com:443/mcp", Token: "the-token"})
+	e.secrets.PutCredentials("mcpfn/vaults/near-miss", vault.Credential{ServerURL: "https://mcp.example.com/mcp/", Token: "slash-token"})
+
+	got := e.direct(t, request(map[string]any{"vault_ids": []string{"near-miss", "team"}}))
+	if got.Error != nil {
+		t.Fatalf("error = %+v", got.Error)
+	}
+	if tok := e.server.configs[0].BearerToken; tok != "the-token" {
+		t.Errorf("bearer token = %q, want the-token", tok)
+	}
+	logs := e.logs.String()
+	for _, secret := range []string{"the-token", "wrong-path-token", "slash-token"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q:\n%s", secret, logs)
+		}
+	}
+	var hints []string
+	for _, r := range e.logs.Records() {
+		if r["msg"] == "credential hint" {
+			hints = append(hints, r["hint"].(string))
+		}
+	}
+	if len(hints) == 0 {
+		t.Errorf("no credential hint logged for the same-origin credentials:\n%s", logs)
+	}
+	if s := got.Summaries[0]; s["credential"] != "vault:team" {
+		t.Errorf("summary credential = %v, want vault:team", s["credential"])
+	}
+}
+
+func TestVaultFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(e *env)
+		wantType string
+	}{
+		{"vault does not exist", func(e *env) {}, "invalid_request_error"},
+		{"vault malformed", func(e *env) { e.secrets.Put("mcpfn/vaults/v", `{"credentials":"no"}`) }, "invalid_request_error"},
+		{"Secrets Manager fails", func(e *env) { e.secrets.Fail("mcpfn/vaults/v", errors.New("throttled")) }, "internal_error"},
+		{"no credential matches: anonymous", func(e *env) {
+			e.secrets.PutCredentials("mcpfn/vaults/v", vault.Credential{ServerURL: "https://elsewhere.example.com/mcp", Token: "t"})
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			tt.setup(e)
+			got := e.direct(t, request(map[string]any{"vault_ids": []string{"v"}, "tool_use_id": "toolu_vault"}))
+			gotType := ""
+			if got.Error != nil {
+				gotType = got.Error.Type
+			}
+			if gotType != tt.wantType {
+				t.Fatalf("error = %+v, want type %q", got.Error, tt.wantType)
+			}
+			if tt.wantType != "" {
+				// Nothing ran: the key is free for a retry.
+				if _, err := e.ledger.Peer().Begin(t.Context(), "toolu_vault"); err != nil {
+					t.Errorf("ledger key still held after a failure before the call: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestServerOutcomes(t *testing.T) {
+	answered := fmt.Errorf("mcp: call %q: %w: unknown tool", "calculate", mcp.ErrServerAnswered)
+	tests := []struct {
+		name       string
+		connectErr error
+		callErr    error
+		result     *mcp.CallResult
+		wantType   string
+		wantResult string
+	}{
+		{name: "tool error is a result", result: &mcp.CallResult{IsError: true, Content: []mcp.Content{{Type: "text", Text: "division by zero"}}},
+			wantResult: `{"type":"tool_result","tool_use_id":"toolu_x","is_error":true,"content":[{"type":"text","text":"division by zero"}]}`},
+		{name: "server refusal is a result", callErr: answered,
+			wantResult: `{"type":"tool_result","tool_use_id":"toolu_x","is_error":true,"content":[{"type":"text","text":"The MCP server refused this tool call: unknown tool\nDo not retry the same call unchanged."}]}`},
+		{name: "unauthorized at connect", connectErr: fmt.Errorf("mcp: connect: %w: 401", mcp.ErrUnauthorized), wantType: "mcp_authentication_failed_error"},
+		{name: "unauthorized during the call", callErr: fmt.Errorf("mcp: call: %w: 403", mcp.ErrUnauthorized), wantType: "mcp_authentication_failed_error"},
+		{name: "denied at dial", connectErr: fmt.Errorf("mcp: connect: %w", &guard.DeniedError{Network: "tcp4", Addr: "10.0.0.1", Port: 443, Reason: guard.ReasonPrivate}), wantType: "mcp_egress_denied_error"},
+		{name: "protocol at connect", connectErr: fmt.Errorf("mcp: connect: %w: garbage", mcp.ErrProtocol), wantType: "mcp_protocol_error"},
+		{name: "budget during the call", callErr: fmt.Errorf("mcp: call: %w: %w", mcp.ErrProtocol, mcp.ErrBudgetExceeded), wantType: "mcp_protocol_error"},
+		{name: "timeout during the call", callErr: fmt.Errorf("mcp: call: %w", context.DeadlineExceeded), wantType: "mcp_connection_failed_error"},
+		{name: "redirect", connectErr: fmt.Errorf("mcp: connect: %w: 307", guard.ErrRedirect), wantType: "mcp_connection_failed_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.server.connectErr, e.server.callErr, e.server.result = tt.connectErr, tt.callErr, tt.result
+			got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_x"}))
+			gotType := ""
+			if got.Error != nil {
+				gotType = got.Error.Type
+			}
+			if gotType != tt.wantType {
+				t.Fatalf("error = %+v, want type %q", got.Error, tt.wantType)
+			}
+			if tt.wantResult != "" && string(got.Result) != tt.wantResult {
+				t.Errorf("result =\n%s\nwant\n%s", got.Result, tt.wantResult)
+			}
+		})
+	}
+}
+
+// TestAtMostOnce: the ledger keeps a tool from running twice for one tool
+// use, and frees the key when nothing ran.
+func TestAtMostOnce(t *testing.T) {
+	t.Run("a duplicate delivery replays the result", func(t *testing.T) {
+		e := newEnv(t)
+		first := e.direct(t, request(map[string]any{"tool_use_id": "toolu_dup"}))
+		second := e.direct(t, request(map[string]any{"tool_use_id": "toolu_dup"}))
+		if len(e.server.calls) != 1 {
+			t.Errorf("tool ran %d times, want 1", len(e.server.calls))
+		}
+		if first.Error != nil || string(first.Result) != string(second.Result) {
+			t.Errorf("second result %s, want the first %s (error %+v)", second.Result, first.Result, first.Error)
+		}
+		if second.Summaries[0]["replayed"] != true {
+			t.Errorf("summary = %v, want replayed", second.Summaries[0])
+		}
+	})
+	t.Run("an SQS redelivery is keyed by message id without tool_use_id", func(t *testing.T) {
+		e := newEnv(t)
+		ev := worktest.Payload(worktest.SQSEvent(string(request(nil))))
+		e.direct(t, ev)
+		again := e.direct(t, ev)
+		if len(e.server.calls) != 1 || again.Summaries[0]["idempotency_key"] != "message_id" {
+			t.Errorf("tool ran %d times (want 1); summary %v", len(e.server.calls), again.Summaries[0])
+		}
+	})
+	t.Run("a task token keys the call without tool_use_id", func(t *testing.T) {
+		e := newEnv(t)
+		payload := request(map[string]any{"task_token": "tok"})
+		e.direct(t, payload)
+		again := e.direct(t, payload)
+		if len(e.server.calls) != 1 || again.Summaries[0]["idempotency_key"] != "task_token" {
+			t.Errorf("tool ran %d times (want 1); summary %v", len(e.server.calls), again.Summaries[0])
+		}
+	})
+	t.Run("a direct call without key is not recorded", func(t *testing.T) {
+		e := newEnv(t)
+		e.direct(t, request(nil))
+		e.direct(t, request(nil))
+		if len(e.server.calls) != 2 {
+			t.Errorf("tool ran %d times, want 2", len(e.server.calls))
+		}
+	})
+	t.Run("a delivery in progress sends the duplicate back", func(t *testing.T) {
+		e := newEnv(t)
+		if _, err := e.ledger.Peer().Begin(t.Context(), "toolu_busy"); err != nil {
+			t.Fatal(err)
+		}
+		got := e.direct(t, worktest.Payload(worktest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_busy"})))))
+		if string(got.Result) != `{"batchItemFailures":[{"itemIdentifier":"msg-0"}]}` || len(e.server.calls) != 0 {
+			t.Errorf("result %s, calls %v; want the record back and no call", got.Result, e.server.calls)
+		}
+		if s := got.Summaries[0]; s["error_type"] != "internal_error" || s["outcome"] != "requeued" {
+			t.Errorf("summary = %v", s)
+		}
+	})
+	t.Run("a failure before the call frees the key", func(t *testing.T) {
+		e := newEnv(t)
+		e.server.connectErr = errors.New("connection refused")
+		if got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_retry"})); got.Error == nil || got.Error.Type != "mcp_connection_failed_error" {
+			t.Fatalf("first attempt error = %+v", got.Error)
+		}
+		e.server.connectErr = nil
+		if got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_retry"})); got.Error != nil {
+			t.Fatalf("retry error = %+v", got.Error)
+		}
+		if len(e.server.calls) != 1 {
+			t.Errorf("tool ran %d times, want 1", len(e.server.calls))
+		}
+	})
+	t.Run("a failure during the call is final", func(t *testing.T) {
+		e := newEnv(t)
+		e.server.callErr = fmt.Errorf("mcp: call: %w", context.DeadlineExceeded)
+		first := e.direct(t, request(map[string]any{"tool_use_id": "toolu_maybe"}))
+		e.server.callErr = nil
+		body := string(request(map[string]any{"tool_use_id": "toolu_maybe"}))
+		second := e.direct(t, worktest.Payload(worktest.SQSEvent(body)))
+		if first.Error == nil || first.Error.Type != "mcp_connection_failed_error" {
+			t.Fatalf("first error = %+v", first.Error)
+		}
+		if len(e.server.calls) != 1 {
+			t.Errorf("tool ran %d times, want 1: it may have run the first time", len(e.server.calls))
+		}
+		// Replayed, the retryable type is final: dead-lettered, not requeued.
+		if len(second.DeadLetters) != 1 || second.DeadLetters[0].Attributes["mcpfn.error_type"] != "mcp_connection_failed_error" {
+			t.Errorf("dead letters = %+v, want the replayed failure", second.DeadLetters)
+		}
+	})
+}
+
+// tooBig is a ledger that refuses outcomes over limit bytes, as
+// ledger.Dynamo refuses those over ledger.MaxOutcomeBytes.
+type tooBig struct {
+	*ledger.Memory
+	limit int
+}
+
+func (l tooBig) Complete(ctx context.Context, key string, o ledger.Outcome) error {
+	if len(o.Result) > l.limit {
+		return fmt.Errorf("%w: %d bytes", ledger.ErrTooLarge, len(o.Result))
+	}
+	return l.Memory.Complete(ctx, key, o)
+}
+
+func TestResultTooLargeToReplay(t *testing.T) {
+	e := newEnv(t)
+	e.handler.Ledger = tooBig{e.ledger, 300}
+	e.server.result = &mcp.CallResult{Content: []mcp.Content{{Type: "text", Text: strings.Repeat("x", 500)}}}
+	first := e.direct(t, request(map[string]any{"tool_use_id": "toolu_big"}))
+	second := e.direct(t, request(map[string]any{"tool_use_id": "toolu_big"}))
+	if first.Error != nil || !strings.Contains(string(first.Result), strings.Repeat("x", 500)) {
+		t.Fatalf("first = %s, %+v", first.Result, first.Error)
+	}
+	want := `{"type":"tool_result","tool_use_id":"toolu_big","is_error":false,"content":[{"type":"text","text":"[this tool call already ran and its result was delivered; at 603 bytes it is too large to deliver again]"}]}`
+	if string(second.Result) != want || len(e.server.calls) != 1 {
+		t.Errorf("replay = %s (calls %d), want %s", second.Result, len(e.server.calls), want)
+	}
+}
+
+func TestCatalogStoreFails(t *testing.T) {
+	e := newEnv(t)
+	e.catalog.fail = fmt.Errorf("%w: throttled", catalog.ErrUnavailable)
+	got := e.direct(t, request(map[string]any{"catalog_id": "example"}))
+	if got.Error == nil || got.Error.Type != "internal_error" || strings.Contains(got.Error.Message, "throttled") {
+		t.Errorf("error = %+v, want internal_error without the cause", got.Error)
+	}
+}
+
+// TestCallUsesItsBudget: the connection gets the item's operation deadline,
+// the reserve stays for reporting.
+func TestCallUsesItsBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		var deadline time.Time
+		e.handler.Connect = func(ctx context.Context, cfg mcp.Config) (Conn, error) {
+			deadline, _ = ctx.Deadline()
+			return e.server.connect(ctx, cfg)
+		}
+		ctx, cancel := worktest.Context(t.Context(), requestID, 30*time.Second)
+		defer cancel()
+		if _, err := e.runner.Handle(ctx, request(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := time.Until(deadline), 25*time.Second; got != want {
+			t.Errorf("operation budget %s, want %s (30 s to the deadline less the 5 s reserve)", got, want)
+		}
+	})
+}
+
