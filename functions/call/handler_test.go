@@ -367,4 +367,3 @@ func TestCallUsesItsBudget(t *testing.T) {
 		}
 	})
 }
-
