@@ -117,6 +117,16 @@ func TestCallToolServerAnswers(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Write([]byte("event: message\ndata: {not json\n\n"))
 		}, true},
+		{"JSON-RPC error after the server pinged on the stream", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte(`data: {"jsonrpc":"2.0","id":"srv-1","method":"ping"}` + "\n\n"))
+			w.(http.Flusher).Flush()
+			time.Sleep(50 * time.Millisecond) // the client answers the ping meanwhile
+			w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32000,"message":"no"}}` + "\n\n"))
+		}, true},
+		{"resource block without contents", func(w http.ResponseWriter, id json.RawMessage) {
+			rawResult(w, id, `{"content":[{"type":"resource"}]}`)
+		}, true},
 		{"HTTP 500 without JSON-RPC", func(w http.ResponseWriter, id json.RawMessage) {
 			http.Error(w, "oops", http.StatusInternalServerError)
 		}, false},

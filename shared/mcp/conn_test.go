@@ -50,21 +50,32 @@ func TestSDKOpensStandaloneStreamUnlessDisabled(t *testing.T) {
 	}
 }
 
+// TestConnectAdvertisesNoCapabilities also pins why Capabilities is set:
+// go-sdk v1.8.0's default client advertises roots.
 func TestConnectAdvertisesNoCapabilities(t *testing.T) {
-	s := serveScripted(t, &scripted{})
-	mustConnect(t, Config{URL: s.URL, HTTPClient: loopback(t, s.URL, 5*time.Second)})
-	init := s.params("initialize")
-	if len(init) != 1 {
-		t.Fatalf("initialize sent %d times", len(init))
+	capabilities := func(s *scripted) string {
+		t.Helper()
+		init := s.params("initialize")
+		if len(init) != 1 {
+			t.Fatalf("initialize sent %d times", len(init))
+		}
+		var p struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		if err := json.Unmarshal(init[0], &p); err != nil {
+			t.Fatal(err)
+		}
+		return string(p.Capabilities)
 	}
-	var p struct {
-		Capabilities json.RawMessage `json:"capabilities"`
+	ours := serveScripted(t, &scripted{})
+	mustConnect(t, Config{URL: ours.URL, HTTPClient: loopback(t, ours.URL, 5*time.Second)})
+	if got := capabilities(ours); got != "{}" {
+		t.Errorf("capabilities = %s, want {}", got)
 	}
-	if err := json.Unmarshal(init[0], &p); err != nil {
-		t.Fatal(err)
-	}
-	if string(p.Capabilities) != "{}" {
-		t.Errorf("capabilities = %s, want {}", p.Capabilities)
+	sdkDefault := serveScripted(t, &scripted{})
+	sdkSession(t, sdkDefault.URL, nil)
+	if got := capabilities(sdkDefault); !strings.Contains(got, "roots") {
+		t.Errorf("go-sdk's default capabilities = %s; setting them empty may no longer be needed", got)
 	}
 }
 

@@ -165,7 +165,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "tools/call":
 		s.call(w, msg.ID, msg.Params)
 	default:
-		if len(msg.ID) == 0 {
+		if len(msg.ID) == 0 || msg.Method == "" {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}

@@ -201,14 +201,15 @@ type request struct {
 }
 
 // register counts req and attributes it to the current operation. Only a
-// POST is one of the operation's requests; a GET resumes one of them and a
-// DELETE ends the session.
+// POSTed request is one of the operation's own: a GET resumes one, a DELETE
+// ends the session, a POSTed response answers the server, and a
+// notifications/cancelled may belong to an earlier operation.
 func (t *transport) register(req request) *operation {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.requests++
 	op := t.op
-	if op == nil || !req.post || req.method == methodCancelled {
+	if op == nil || !req.post || req.method == "" || req.method == methodCancelled {
 		return op
 	}
 	t.seq++
@@ -520,6 +521,9 @@ func peek(req *http.Request) (request, error) {
 	}
 	if json.Unmarshal(body, &m) != nil {
 		return request{post: true}, nil
+	}
+	if m.Method == "" {
+		return request{post: true}, nil // a response to the server
 	}
 	return request{post: true, key: idKey(m.ID), method: m.Method}, nil
 }
