@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,5 +358,40 @@ func TestErrorsHideTheEndpointQuery(t *testing.T) {
 	var opErr *net.OpError
 	if !errors.As(err, &opErr) {
 		t.Errorf("err = %v, want the *net.OpError kept in the chain", err)
+	}
+}
+
+// rebinding refuses, as the guard's dialer would after a DNS rebind, every
+// dial once the handshake is done.
+type rebinding struct {
+	next http.RoundTripper
+	deny atomic.Bool
+}
+
+func (r *rebinding) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.deny.Load() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp4", Err: &guard.DeniedError{Network: "tcp4", Addr: "127.0.0.1", Reason: guard.ReasonLoopback}}
+	}
+	return r.next.RoundTrip(req)
+}
+
+func TestDeniedDialAfterTheHandshake(t *testing.T) {
+	s := mcptest.NewServer(t, mcptest.Options{})
+	for _, tc := range []struct {
+		name string
+		op   func(c *Conn) error
+	}{
+		{"ListTools", func(c *Conn) error { _, err := c.ListTools(testCtx(t, 5*time.Second)); return err }},
+		{"CallTool", func(c *Conn) error { _, err := c.CallTool(testCtx(t, 5*time.Second), "echo", nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rb := &rebinding{next: s.Client().Transport}
+			c := mustConnect(t, Config{URL: s.URL, HTTPClient: &http.Client{Transport: rb}})
+			rb.deny.Store(true)
+			err := tc.op(c)
+			if !errors.Is(err, guard.ErrDenied) || errors.Is(err, ErrServerAnswered) || errors.Is(err, ErrProtocol) {
+				t.Errorf("err = %v, want guard.ErrDenied alone", err)
+			}
+		})
 	}
 }
