@@ -1,0 +1,120 @@
+// Package catalog stores each MCP server's tool catalog, versioned and
+// replaced atomically: in DynamoDB (Dynamo) or, for local runs, in a
+// directory (Dir). Layout and read/write sequences: docs/catalog.md;
+// rationale: DESIGN.md.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// Sentinels. ErrNotFound: no discovery of the id has been recorded.
+// ErrUnavailable: the store did not answer within the caller's budget;
+// retry the work item later. ErrInvalidID: the id cannot be a key.
+var (
+	ErrNotFound    = errors.New("catalog: not found")
+	ErrUnavailable = errors.New("catalog: store unavailable")
+	ErrInvalidID   = errors.New("catalog: invalid catalog id")
+)
+
+// MaxIDBytes is the longest catalog id in bytes.
+const MaxIDBytes = 1024
+
+// Discovery is one successful listing of a server, as handed to Put.
+// StartedAt orders discoveries of the same id: a later start wins. A zero
+// StartedAt means the store's current time.
+type Discovery struct {
+	Listing         mcp.Listing
+	ProtocolVersion string
+	ServerName      string
+	ServerVersion   string
+	StartedAt       time.Time
+}
+
+// PutResult is the outcome of Put.
+//   - Version is the version current after Put: this discovery's, the
+//     unchanged one it confirmed, or (Superseded) the newer one that won.
+//   - Unchanged: the stored tools already equalled this listing.
+//   - Superseded: a discovery that started later was recorded first;
+//     nothing of this one is stored. It is not an error.
+//   - ToolCount and Refused describe this discovery's listing: refusals from
+//     the listing plus tools the store refused (too large even compressed,
+//     duplicate names).
+type PutResult struct {
+	Version    string
+	Unchanged  bool
+	Superseded bool
+	ToolCount  int
+	Refused    []mcp.Refusal
+}
+
+// Catalog is the stored state of one id. Version is empty when only a
+// failure has been recorded. Tools and Refused keep the listing's order.
+type Catalog struct {
+	ID              string
+	Version         string
+	Tools           []mcp.Tool
+	Refused         []mcp.Refusal
+	ProtocolVersion string
+	ServerName      string
+	ServerVersion   string
+	ContentHash     string
+	DiscoveredAt    time.Time
+	CheckedAt       time.Time
+	LastFailure     *Failure
+}
+
+// Failure is a discovery that failed: its wire error type, message and time.
+type Failure struct {
+	ErrorType string
+	Message   string
+	At        time.Time
+}
+
+// Membership answers whether a tool is in the current version of a catalog.
+// Version and ProtocolVersion are those of the current version (empty when
+// only a failure is recorded).
+type Membership struct {
+	Found           bool
+	Version         string
+	ProtocolVersion string
+}
+
+// Store is what both implementations offer; consumers declare the subset
+// they use. Errors wrap ErrNotFound, ErrUnavailable or ErrInvalidID, or
+// report a misconfigured store.
+type Store interface {
+	// Put records a successful discovery (see PutResult).
+	Put(ctx context.Context, id string, d Discovery) (PutResult, error)
+	// Get returns the current catalog: one version, complete.
+	Get(ctx context.Context, id string) (*Catalog, error)
+	// Lookup reports whether toolName is in the current version.
+	Lookup(ctx context.Context, id, toolName string) (Membership, error)
+	// RecordFailure records a failed discovery; the tools stay as they are.
+	RecordFailure(ctx context.Context, id string, f Failure) error
+}
+
+var (
+	_ Store = (*Dynamo)(nil)
+	_ Store = (*Dir)(nil)
+)
+
+// ValidateID reports whether id can be a catalog id: 1 to MaxIDBytes bytes
+// of valid UTF-8. The error wraps ErrInvalidID.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidID, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidID)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package catalogtest helps test code that uses package catalog: stores on
+// a local moto server, a checker for DynamoDB limits moto does not enforce,
+// and the behavioural suite every catalog store passes.
+package catalogtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/catalog"
+)
+
+var tables atomic.Int64
+
+// NewTable creates a catalog table with a fresh name on m and returns the
+// name and a client for m.
+func NewTable(tb testing.TB, m *awstest.Moto) (*dynamodb.Client, string) {
+	tb.Helper()
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(m.Config(ctx))
+	name := fmt.Sprintf("catalog-%d-%08x", tables.Add(1), rand.Uint32())
+	if err := catalog.CreateTable(ctx, client, name); err != nil {
+		tb.Fatalf("catalogtest: %v", err)
+	}
+	return client, name
+}
+
+// NewDynamo returns a store in a fresh table on m whose client is wrapped
+// in Strict.
+func NewDynamo(tb testing.TB, m *awstest.Moto, opts ...catalog.DynamoOption) *catalog.Dynamo {
+	tb.Helper()
+	client, table := NewTable(tb, m)
+	return catalog.NewDynamo(Strict(tb, client), table, opts...)
+}

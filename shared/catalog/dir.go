@@ -1,0 +1,347 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// Dir is a Store in a local directory, for runs without a DynamoDB-compatible
+// server. Each catalog is a subdirectory: one file per version, written
+// first, and head.json, replaced by an atomic rename. Writers of one
+// catalog take a file lock, so goroutines and processes may share a Dir.
+type Dir struct {
+	root string
+	now  func() time.Time
+}
+
+const (
+	headFile    = "head.json"
+	lockFile    = ".lock"
+	versionExt  = ".json"
+	lockPoll    = 10 * time.Millisecond
+	maxDirEntry = 200 // longest escaped id used as a directory name
+)
+
+// NewDir returns a store rooted at dir, creating the directory if needed.
+func NewDir(dir string) (*Dir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return &Dir{root: dir, now: time.Now}, nil
+}
+
+type dirHead struct {
+	ID              string      `json:"id"`
+	Version         string      `json:"version,omitempty"`
+	Latest          string      `json:"latest,omitempty"`
+	ContentHash     string      `json:"content_hash,omitempty"`
+	ProtocolVersion string      `json:"protocol_version,omitempty"`
+	ServerName      string      `json:"server_name,omitempty"`
+	ServerVersion   string      `json:"server_version,omitempty"`
+	DiscoveredAt    time.Time   `json:"discovered_at"`
+	CheckedAt       time.Time   `json:"checked_at"`
+	ToolCount       int         `json:"tool_count"`
+	RefusedCount    int         `json:"refused_count"`
+	Names           []string    `json:"names,omitempty"` // sorted
+	LastFailure     *dirFailure `json:"last_failure,omitempty"`
+}
+
+type dirFailure struct {
+	ErrorType string    `json:"error_type"`
+	Message   string    `json:"message"`
+	At        time.Time `json:"at"`
+}
+
+type dirVersion struct {
+	Tools   []dirTool     `json:"tools"`
+	Refused []mcp.Refusal `json:"refused"`
+}
+
+// dirTool keeps the schema as bytes (base64 in JSON) so it round-trips
+// exactly.
+type dirTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	InputSchema []byte `json:"input_schema"`
+}
+
+// Put records d as the catalog of id, with Dynamo's outcomes.
+func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
+	if err := ValidateID(id); err != nil {
+		return PutResult{}, err
+	}
+	if d.StartedAt.IsZero() {
+		d.StartedAt = s.now()
+	}
+	p := prepare(id, d)
+	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
+	dir := s.catalogDir(id)
+	unlock, err := s.lock(ctx, dir)
+	if err != nil {
+		return PutResult{}, err
+	}
+	defer unlock()
+
+	h, err := readHead(dir)
+	if err != nil {
+		return PutResult{}, err
+	}
+	h.ID = id
+	if h.Latest > p.key {
+		res.Version, res.Superseded = h.Version, true
+		return res, nil
+	}
+	h.Latest, h.CheckedAt = p.key, p.started
+	h.ProtocolVersion, h.ServerName, h.ServerVersion = d.ProtocolVersion, d.ServerName, d.ServerVersion
+	if h.Version != "" && h.ContentHash == p.hash {
+		if err := writeJSON(dir, headFile, h); err != nil {
+			return PutResult{}, err
+		}
+		res.Version, res.Unchanged = h.Version, true
+		return res, nil
+	}
+	v := dirVersion{Tools: make([]dirTool, len(p.entries)), Refused: p.refused}
+	h.Names = make([]string, len(p.entries))
+	for i, e := range p.entries {
+		v.Tools[i] = dirTool{Name: e.tool.Name, Description: e.tool.Description, InputSchema: e.tool.InputSchema}
+		h.Names[i] = e.tool.Name
+	}
+	slices.Sort(h.Names)
+	if err := writeJSON(dir, p.key+versionExt, v); err != nil {
+		return PutResult{}, err
+	}
+	h.Version, h.ContentHash, h.DiscoveredAt = p.key, p.hash, p.started
+	h.ToolCount, h.RefusedCount = len(p.entries), len(p.refused)
+	if err := writeJSON(dir, headFile, h); err != nil {
+		return PutResult{}, err
+	}
+	s.sweep(dir, p.key)
+	res.Version = p.key
+	return res, nil
+}
+
+// sweep deletes every version file but keep's: superseded ones and any a
+// crashed writer left. Callers hold the lock.
+func (s *Dir) sweep(dir, keep string) {
+	for _, v := range versionFiles(dir) {
+		if v != keep {
+			_ = os.Remove(filepath.Join(dir, v+versionExt))
+		}
+	}
+}
+
+// Get returns the current catalog of id; a version replaced while being
+// read is read again.
+func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	dir := s.catalogDir(id)
+	for range maxRounds {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		h, err := readHead(dir)
+		if err != nil {
+			return nil, err
+		}
+		if h.ID == "" {
+			return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		c := &Catalog{
+			ID: id, Version: h.Version, ProtocolVersion: h.ProtocolVersion,
+			ServerName: h.ServerName, ServerVersion: h.ServerVersion, ContentHash: h.ContentHash,
+			DiscoveredAt: h.DiscoveredAt, CheckedAt: h.CheckedAt,
+		}
+		if f := h.LastFailure; f != nil {
+			c.LastFailure = &Failure{ErrorType: f.ErrorType, Message: f.Message, At: f.At}
+		}
+		if h.Version == "" {
+			return c, nil
+		}
+		var v dirVersion
+		if err := readJSON(filepath.Join(dir, h.Version+versionExt), &v); errors.Is(err, fs.ErrNotExist) {
+			continue // replaced and swept since the head was read
+		} else if err != nil {
+			return nil, err
+		}
+		c.Tools = make([]mcp.Tool, len(v.Tools))
+		for i, t := range v.Tools {
+			c.Tools[i] = mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		}
+		c.Refused = v.Refused
+		if c.Refused == nil {
+			c.Refused = []mcp.Refusal{}
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
+}
+
+// Lookup reports whether toolName is in the current version of id, from
+// the head file alone.
+func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, error) {
+	if err := ValidateID(id); err != nil {
+		return Membership{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Membership{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	h, err := readHead(s.catalogDir(id))
+	if err != nil {
+		return Membership{}, err
+	}
+	if h.ID == "" {
+		return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	_, found := slices.BinarySearch(h.Names, toolName)
+	return Membership{Found: found, Version: h.Version, ProtocolVersion: h.ProtocolVersion}, nil
+}
+
+// RecordFailure records f as the last failure of id unless a later one is
+// recorded; the tools stay as they are. A zero f.At means now.
+func (s *Dir) RecordFailure(ctx context.Context, id string, f Failure) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if f.At.IsZero() {
+		f.At = s.now()
+	}
+	dir := s.catalogDir(id)
+	unlock, err := s.lock(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	h, err := readHead(dir)
+	if err != nil {
+		return err
+	}
+	if h.LastFailure != nil && !h.LastFailure.At.Before(f.At) {
+		return nil
+	}
+	h.ID = id
+	h.LastFailure = &dirFailure{
+		ErrorType: truncate(f.ErrorType, maxFailureType),
+		Message:   truncate(f.Message, maxFailureText),
+		At:        f.At.UTC(),
+	}
+	return writeJSON(dir, headFile, h)
+}
+
+// StoredVersions lists every version with a file under id, sorted.
+func (s *Dir) StoredVersions(_ context.Context, id string) ([]string, error) {
+	return versionFiles(s.catalogDir(id)), nil
+}
+
+func (s *Dir) catalogDir(id string) string {
+	name := "c_" + url.PathEscape(id)
+	if len(name) > maxDirEntry {
+		sum := sha256.Sum256([]byte(id))
+		name = "h_" + hex.EncodeToString(sum[:])
+	}
+	return filepath.Join(s.root, name)
+}
+
+// lock takes the catalog's file lock, polling until ctx ends.
+func (s *Dir) lock(ctx context.Context, dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("catalog: lock %s: %w", dir, err)
+		}
+		if ok {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, dir, ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+func versionFiles(dir string) []string {
+	des, _ := os.ReadDir(dir)
+	var vs []string
+	for _, de := range des {
+		n := de.Name()
+		if n != headFile && strings.HasSuffix(n, versionExt) && !strings.HasPrefix(n, ".") {
+			vs = append(vs, strings.TrimSuffix(n, versionExt))
+		}
+	}
+	slices.Sort(vs)
+	return vs
+}
+
+// readHead reads head.json; a missing one yields the zero dirHead.
+func readHead(dir string) (dirHead, error) {
+	var h dirHead
+	err := readJSON(filepath.Join(dir, headFile), &h)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dirHead{}, nil
+	}
+	return h, err
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("catalog: %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to dir/name atomically: a synced temporary file
+// renamed over the target.
+func writeJSON(dir, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("catalog: encode %s: %w", name, err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer os.Remove(f.Name()) // fails harmlessly after the rename
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("catalog: write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("catalog: sync %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("catalog: close %s: %w", name, err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,674 @@
+package catalog
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// DynamoAPI is the part of *dynamodb.Client a Dynamo store uses.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// Attributes besides the keys (docs/catalog.md).
+const (
+	attrVersion       = "version"
+	attrLatest        = "latest"
+	attrHash          = "content_hash"
+	attrProtocol      = "protocol_version"
+	attrServerName    = "server_name"
+	attrServerVersion = "server_version"
+	attrDiscoveredAt  = "discovered_at"
+	attrCheckedAt     = "checked_at"
+	attrToolCount     = "tool_count"
+	attrRefusedCount  = "refused_count"
+	attrToolsExpire   = "tools_expire_at"
+	attrNameIndex     = "name_index"
+	attrFailure       = "last_failure"
+	attrErrorType     = "error_type"
+	attrMessage       = "message"
+	attrAt            = "at"
+
+	attrSeq         = "seq"
+	attrName        = "name"
+	attrDescription = "description"
+	attrSchema      = "input_schema"
+	attrZipped      = "z"
+	attrReason      = "reason"
+)
+
+// Defaults of a Dynamo store.
+const (
+	DefaultRetention    = 365 * 24 * time.Hour
+	DefaultBackoffMin   = 20 * time.Millisecond
+	DefaultBackoffMax   = time.Second
+	DefaultNameIndexMax = 16384
+)
+
+// maxRounds bounds the conditional writes one call makes while other
+// writers keep changing the head.
+const maxRounds = 32
+
+// Dynamo is a Store in one DynamoDB table laid out as docs/catalog.md
+// describes. It is safe for concurrent use.
+type Dynamo struct {
+	api          DynamoAPI
+	table        string
+	retention    time.Duration
+	now          func() time.Time
+	backoffMin   time.Duration
+	backoffMax   time.Duration
+	nameIndexMax int
+}
+
+// DynamoOption configures a Dynamo store.
+type DynamoOption func(*Dynamo)
+
+// WithRetention sets how long a version's items live without a check:
+// each carries TTLAttribute at write time + d, renewed by a check after half
+// of d. Default DefaultRetention.
+func WithRetention(d time.Duration) DynamoOption { return func(s *Dynamo) { s.retention = d } }
+
+// WithClock sets the clock. Default time.Now.
+func WithClock(now func() time.Time) DynamoOption { return func(s *Dynamo) { s.now = now } }
+
+// WithBackoff sets the jittered exponential backoff between retries of
+// throttled, dropped or unprocessed requests. Default DefaultBackoffMin,
+// DefaultBackoffMax.
+func WithBackoff(lo, hi time.Duration) DynamoOption {
+	return func(s *Dynamo) { s.backoffMin, s.backoffMax = lo, hi }
+}
+
+// WithNameIndexMax sets the largest catalog whose tool names the head
+// indexes for a one-read Lookup. Default DefaultNameIndexMax.
+func WithNameIndexMax(n int) DynamoOption { return func(s *Dynamo) { s.nameIndexMax = n } }
+
+// NewDynamo returns a store in table (created by CreateTable or the
+// template). Every call retries throttling, server faults and dropped
+// connections until its context ends, then fails with ErrUnavailable.
+func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
+	s := &Dynamo{
+		api:          client,
+		table:        table,
+		retention:    DefaultRetention,
+		now:          time.Now,
+		backoffMin:   DefaultBackoffMin,
+		backoffMax:   DefaultBackoffMax,
+		nameIndexMax: DefaultNameIndexMax,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// head is the head item; exists is false when there is none.
+type head struct {
+	exists          bool
+	version         string
+	latest          string
+	hash            string
+	protocol        string
+	serverName      string
+	serverVersion   string
+	discoveredAt    time.Time
+	checkedAt       time.Time
+	toolCount       int
+	refusedCount    int
+	toolsExpire     int64
+	nameIndex       []byte
+	nameIndexStored bool
+	failure         *Failure
+}
+
+func (h *head) expired(now time.Time) bool {
+	return h.toolsExpire != 0 && now.Unix() >= h.toolsExpire
+}
+
+// Put records d as the catalog of id (sequence: docs/catalog.md).
+func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
+	if err := ValidateID(id); err != nil {
+		return PutResult{}, err
+	}
+	now := s.now()
+	if d.StartedAt.IsZero() {
+		d.StartedAt = now
+	}
+	p := prepare(id, d)
+	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
+	expires := now.Add(s.retention).Unix()
+
+	h, err := s.head(ctx, id)
+	if err != nil {
+		return PutResult{}, err
+	}
+	written := false
+	for range maxRounds {
+		old := h.version
+		switch {
+		case h.latest > p.key:
+			if written {
+				_ = s.deleteVersion(ctx, id, p.key) // TTL finishes an interrupted cleanup
+			}
+			res.Version, res.Superseded = h.version, true
+			return res, nil
+		case !written && h.version != "" && h.hash == p.hash && !h.expired(now):
+			ok, err := s.confirm(ctx, id, h, p, now)
+			if err != nil {
+				return PutResult{}, err
+			}
+			if ok {
+				res.Version, res.Unchanged = h.version, true
+				return res, nil
+			}
+		default:
+			if !written {
+				if err := s.writeVersion(ctx, id, p.key, p, expires); err != nil {
+					return PutResult{}, err
+				}
+				written = true
+			}
+			ok, err := s.flip(ctx, id, h, p, expires)
+			if err != nil {
+				return PutResult{}, err
+			}
+			if ok {
+				s.dropVersion(ctx, id, old)
+				res.Version = p.key
+				return res, nil
+			}
+		}
+		if h, err = s.head(ctx, id); err != nil {
+			return PutResult{}, err
+		}
+		if written && h.version == p.key { // our flip landed; its answer was lost
+			s.dropVersion(ctx, id, old)
+			res.Version = p.key
+			return res, nil
+		}
+	}
+	return PutResult{}, fmt.Errorf("%w: catalog %q changed %d times during one put", ErrUnavailable, id, maxRounds)
+}
+
+// dropVersion deletes a superseded version's items, best effort: what an
+// interruption leaves, TTL removes.
+func (s *Dynamo) dropVersion(ctx context.Context, id, version string) {
+	if version != "" {
+		_ = s.deleteVersion(ctx, id, version)
+	}
+}
+
+// confirm records an unchanged check with one conditional write; when the
+// version's TTL is past half its retention it first renews the items.
+func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now time.Time) (bool, error) {
+	var e expr
+	set := []string{
+		e.n(attrLatest) + " = " + e.s("k", p.key),
+		e.n(attrCheckedAt) + " = " + e.s("t", formatTime(p.started)),
+		e.n(attrProtocol) + " = " + e.s("pv", p.d.ProtocolVersion),
+		e.n(attrServerName) + " = " + e.s("sn", p.d.ServerName),
+		e.n(attrServerVersion) + " = " + e.s("sv", p.d.ServerVersion),
+	}
+	if h.toolsExpire-now.Unix() < int64(s.retention/2/time.Second) {
+		expires := now.Add(s.retention).Unix()
+		if err := s.writeVersion(ctx, id, h.version, p, expires); err != nil {
+			return false, err
+		}
+		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
+	}
+	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
+		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
+	return s.updateHead(ctx, id, "SET "+strings.Join(set, ", "), cond, e)
+}
+
+// flip points the head at p's version if no later discovery is recorded
+// and the head still holds the version Put read.
+func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, expires int64) (bool, error) {
+	var e expr
+	t := formatTime(p.started)
+	set := []string{
+		e.n(attrVersion) + " = " + e.s("k", p.key),
+		e.n(attrLatest) + " = :k",
+		e.n(attrHash) + " = " + e.s("h", p.hash),
+		e.n(attrProtocol) + " = " + e.s("pv", p.d.ProtocolVersion),
+		e.n(attrServerName) + " = " + e.s("sn", p.d.ServerName),
+		e.n(attrServerVersion) + " = " + e.s("sv", p.d.ServerVersion),
+		e.n(attrDiscoveredAt) + " = " + e.s("t", t),
+		e.n(attrCheckedAt) + " = :t",
+		e.n(attrToolCount) + " = " + e.num("tc", int64(len(p.entries))),
+		e.n(attrRefusedCount) + " = " + e.num("rc", int64(len(p.refused))),
+		e.n(attrToolsExpire) + " = " + e.num("exp", expires),
+	}
+	update := ""
+	if len(p.entries) <= s.nameIndexMax {
+		set = append(set, e.n(attrNameIndex)+" = "+e.b("ix", nameIndex(p.entries)))
+		update = "SET " + strings.Join(set, ", ")
+	} else {
+		update = "SET " + strings.Join(set, ", ") + " REMOVE " + e.n(attrNameIndex)
+	}
+	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
+	if h.version == "" {
+		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"
+	} else {
+		cond += e.n(attrVersion) + " = " + e.s("old", h.version)
+	}
+	return s.updateHead(ctx, id, update, cond, e)
+}
+
+// updateHead applies a conditional update to the head; false means the
+// condition did not hold.
+func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr) (bool, error) {
+	err := s.retry(ctx, "update head of "+strconv.Quote(id), func() error {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       headKey(id),
+			UpdateExpression:          aws.String(update),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// writeVersion puts p's tool and refusal items under version.
+func (s *Dynamo) writeVersion(ctx context.Context, id, version string, p prepared, expires int64) error {
+	reqs := make([]types.WriteRequest, 0, len(p.entries)+len(p.refused))
+	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
+	pk := &types.AttributeValueMemberS{Value: id}
+	for _, e := range p.entries {
+		item := map[string]types.AttributeValue{
+			PartitionKey: pk,
+			SortKey:      &types.AttributeValueMemberS{Value: toolSortKey(version, e.hash[:])},
+			attrSeq:      &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)},
+			TTLAttribute: exp,
+		}
+		if e.zipped != nil {
+			item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
+		} else {
+			item[attrName] = &types.AttributeValueMemberS{Value: e.tool.Name}
+			item[attrSchema] = &types.AttributeValueMemberB{Value: e.tool.InputSchema}
+			if e.tool.Description != "" {
+				item[attrDescription] = &types.AttributeValueMemberS{Value: e.tool.Description}
+			}
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+	}
+	for i, r := range p.refused {
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			PartitionKey: pk,
+			SortKey:      &types.AttributeValueMemberS{Value: refusalSortKey(version, i)},
+			attrSeq:      &types.AttributeValueMemberN{Value: strconv.Itoa(i)},
+			attrName:     &types.AttributeValueMemberS{Value: r.Name},
+			attrReason:   &types.AttributeValueMemberS{Value: r.Reason},
+			TTLAttribute: exp,
+		}}})
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// deleteVersion deletes every item of version.
+func (s *Dynamo) deleteVersion(ctx context.Context, id, version string) error {
+	var reqs []types.WriteRequest
+	err := s.query(ctx, id, versionPrefix(version), true, func(item map[string]types.AttributeValue) error {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
+			PartitionKey: item[PartitionKey],
+			SortKey:      item[SortKey],
+		}}})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.batchWrite(ctx, reqs)
+}
+
+// Get returns the current catalog of id. A version replaced while it is
+// being read is read again, so the result is always one whole version.
+func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	for range maxRounds {
+		h, err := s.head(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !h.exists {
+			return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		c := h.catalog(id)
+		if h.version == "" {
+			return c, nil
+		}
+		if h.expired(s.now()) {
+			return nil, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
+		}
+		var tools []seqTool
+		var refused []seqRefusal
+		err = s.query(ctx, id, versionPrefix(h.version), false, func(item map[string]types.AttributeValue) error {
+			sk := stringAttr(item, SortKey)
+			seq, _ := strconv.Atoi(numberAttr(item, attrSeq))
+			switch {
+			case strings.HasPrefix(sk[len(versionPrefix(h.version)):], "t#"):
+				t, err := decodeToolItem(item)
+				if err != nil {
+					return fmt.Errorf("%s: %w", sk, err)
+				}
+				tools = append(tools, seqTool{seq, t})
+			default:
+				refused = append(refused, seqRefusal{seq, mcp.Refusal{Name: stringAttr(item, attrName), Reason: stringAttr(item, attrReason)}})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(tools) != h.toolCount || len(refused) != h.refusedCount {
+			continue // the version was replaced and is being deleted
+		}
+		slices.SortFunc(tools, func(a, b seqTool) int { return a.seq - b.seq })
+		slices.SortFunc(refused, func(a, b seqRefusal) int { return a.seq - b.seq })
+		c.Tools = make([]mcp.Tool, len(tools))
+		for i, t := range tools {
+			c.Tools[i] = t.tool
+		}
+		c.Refused = make([]mcp.Refusal, len(refused))
+		for i, r := range refused {
+			c.Refused[i] = r.refusal
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
+}
+
+type seqTool struct {
+	seq  int
+	tool mcp.Tool
+}
+
+type seqRefusal struct {
+	seq     int
+	refusal mcp.Refusal
+}
+
+// Lookup reports whether toolName is in the current version of id: one
+// consistent GetItem of the head when it carries the name index, otherwise
+// a second GetItem of the tool's item.
+func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, error) {
+	if err := ValidateID(id); err != nil {
+		return Membership{}, err
+	}
+	for range maxRounds {
+		h, err := s.head(ctx, id)
+		if err != nil {
+			return Membership{}, err
+		}
+		if !h.exists {
+			return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		m := Membership{Version: h.version, ProtocolVersion: h.protocol}
+		if h.version == "" {
+			return m, nil
+		}
+		if h.expired(s.now()) {
+			return Membership{}, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
+		}
+		if h.nameIndexStored {
+			m.Found = indexContains(h.nameIndex, toolName)
+			return m, nil
+		}
+		item, err := s.getItem(ctx, id, toolSortKey(h.version, sha256Of(toolName)))
+		if err != nil {
+			return Membership{}, err
+		}
+		if item != nil {
+			t, err := decodeToolItem(item)
+			if err != nil {
+				return Membership{}, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
+			}
+			m.Found = t.Name == toolName
+			return m, nil
+		}
+		again, err := s.head(ctx, id)
+		if err != nil {
+			return Membership{}, err
+		}
+		if again.version == h.version {
+			return m, nil
+		}
+	}
+	return Membership{}, fmt.Errorf("%w: catalog %q changed %d times during one lookup", ErrUnavailable, id, maxRounds)
+}
+
+// RecordFailure records f as the last failure of id unless a later one is
+// recorded. It never touches the tools; a zero f.At means now.
+func (s *Dynamo) RecordFailure(ctx context.Context, id string, f Failure) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if f.At.IsZero() {
+		f.At = s.now()
+	}
+	var e expr
+	at := formatTime(f.At)
+	update := "SET " + e.n(attrFailure) + " = " + e.v("f", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		attrErrorType: &types.AttributeValueMemberS{Value: truncate(f.ErrorType, maxFailureType)},
+		attrMessage:   &types.AttributeValueMemberS{Value: truncate(f.Message, maxFailureText)},
+		attrAt:        &types.AttributeValueMemberS{Value: at},
+	}})
+	cond := "attribute_not_exists(" + e.n(attrFailure) + ") OR " + e.n(attrFailure) + "." + e.n(attrAt) + " < " + e.s("at", at)
+	_, err := s.updateHead(ctx, id, update, cond, e)
+	return err
+}
+
+// StoredVersions lists every version that has items under id, sorted:
+// the current one and any whose deletion is pending or was interrupted.
+func (s *Dynamo) StoredVersions(ctx context.Context, id string) ([]string, error) {
+	var versions []string
+	err := s.query(ctx, id, "v#", true, func(item map[string]types.AttributeValue) error {
+		v, _, _ := strings.Cut(strings.TrimPrefix(stringAttr(item, SortKey), "v#"), "#")
+		if len(versions) == 0 || versions[len(versions)-1] != v {
+			versions = append(versions, v)
+		}
+		return nil
+	})
+	return versions, err
+}
+
+func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
+	item, err := s.getItem(ctx, id, HeadSortKey)
+	if err != nil || item == nil {
+		return head{}, err
+	}
+	h := head{
+		exists:        true,
+		version:       stringAttr(item, attrVersion),
+		latest:        stringAttr(item, attrLatest),
+		hash:          stringAttr(item, attrHash),
+		protocol:      stringAttr(item, attrProtocol),
+		serverName:    stringAttr(item, attrServerName),
+		serverVersion: stringAttr(item, attrServerVersion),
+		discoveredAt:  parseTime(stringAttr(item, attrDiscoveredAt)),
+		checkedAt:     parseTime(stringAttr(item, attrCheckedAt)),
+	}
+	h.toolCount, _ = strconv.Atoi(numberAttr(item, attrToolCount))
+	h.refusedCount, _ = strconv.Atoi(numberAttr(item, attrRefusedCount))
+	h.toolsExpire, _ = strconv.ParseInt(numberAttr(item, attrToolsExpire), 10, 64)
+	if b, ok := item[attrNameIndex].(*types.AttributeValueMemberB); ok {
+		h.nameIndex, h.nameIndexStored = b.Value, true
+	}
+	if m, ok := item[attrFailure].(*types.AttributeValueMemberM); ok {
+		h.failure = &Failure{
+			ErrorType: stringAttr(m.Value, attrErrorType),
+			Message:   stringAttr(m.Value, attrMessage),
+			At:        parseTime(stringAttr(m.Value, attrAt)),
+		}
+	}
+	return h, nil
+}
+
+func (h *head) catalog(id string) *Catalog {
+	return &Catalog{
+		ID:              id,
+		Version:         h.version,
+		ProtocolVersion: h.protocol,
+		ServerName:      h.serverName,
+		ServerVersion:   h.serverVersion,
+		ContentHash:     h.hash,
+		DiscoveredAt:    h.discoveredAt,
+		CheckedAt:       h.checkedAt,
+		LastFailure:     h.failure,
+	}
+}
+
+// getItem reads one item consistently; nil when absent.
+func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, "get "+strconv.Quote(id)+" "+sk, func() (err error) {
+		out, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            itemKey(id, sk),
+			ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// query calls fn for every item of id whose sort key starts with prefix,
+// in sort-key order, reading consistently; keysOnly projects the keys.
+func (s *Dynamo) query(ctx context.Context, id, prefix string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
+	var e expr
+	in := &dynamodb.QueryInput{
+		TableName:      aws.String(s.table),
+		ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", id) +
+			" AND begins_with(" + e.n(SortKey) + ", " + e.s("prefix", prefix) + ")"),
+	}
+	if keysOnly {
+		in.ProjectionExpression = aws.String(e.n(PartitionKey) + ", " + e.n(SortKey))
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	for {
+		var out *dynamodb.QueryOutput
+		err := s.retry(ctx, "query "+strconv.Quote(id)+" "+prefix, func() (err error) {
+			out, err = s.api.Query(ctx, in)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, item := range out.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func decodeToolItem(item map[string]types.AttributeValue) (mcp.Tool, error) {
+	if z, ok := item[attrZipped].(*types.AttributeValueMemberB); ok {
+		return gunzipTool(z.Value)
+	}
+	t := mcp.Tool{Name: stringAttr(item, attrName), Description: stringAttr(item, attrDescription)}
+	b, ok := item[attrSchema].(*types.AttributeValueMemberB)
+	if !ok {
+		return mcp.Tool{}, fmt.Errorf("%w: no %s", errBadTool, attrSchema)
+	}
+	t.InputSchema = b.Value
+	return t, nil
+}
+
+func versionPrefix(version string) string { return "v#" + version + "#" }
+
+func toolSortKey(version string, nameHash []byte) string {
+	return versionPrefix(version) + "t#" + hex.EncodeToString(nameHash)
+}
+
+func refusalSortKey(version string, seq int) string {
+	return fmt.Sprintf("%sr#%08d", versionPrefix(version), seq)
+}
+
+func headKey(id string) map[string]types.AttributeValue { return itemKey(id, HeadSortKey) }
+
+func itemKey(id, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		PartitionKey: &types.AttributeValueMemberS{Value: id},
+		SortKey:      &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func numberAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// expr collects the placeholders of one expression: every attribute name
+// goes through #name, so reserved words never matter.
+type expr struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func (e *expr) n(attr string) string {
+	if e.names == nil {
+		e.names = map[string]string{}
+	}
+	e.names["#"+attr] = attr
+	return "#" + attr
+}
+
+func (e *expr) v(ph string, v types.AttributeValue) string {
+	if e.values == nil {
+		e.values = map[string]types.AttributeValue{}
+	}
+	e.values[":"+ph] = v
+	return ":" + ph
+}
+
+func (e *expr) s(ph, v string) string { return e.v(ph, &types.AttributeValueMemberS{Value: v}) }
+
+func (e *expr) b(ph string, v []byte) string { return e.v(ph, &types.AttributeValueMemberB{Value: v}) }
+
+func (e *expr) num(ph string, v int64) string {
+	return e.v(ph, &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)})
+}

@@ -1,0 +1,265 @@
+package catalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// MaxItemBytes is the largest tool item the store writes, in DynamoDB's
+// item-size accounting. It stays below both DynamoDB's 409,600-byte limit
+// and moto's 405,000.
+const MaxItemBytes = 400_000
+
+// Stored refusals are cut to these lengths; see truncate.
+const (
+	maxRefusalName   = 1024
+	maxRefusalReason = 2048
+	maxFailureType   = 256
+	maxFailureText   = 4096
+)
+
+// Reasons the store itself refuses a listed tool.
+const (
+	reasonDuplicate = "duplicate tool name: the first entry with this name is kept"
+	reasonTooLarge  = "tool definition too large to store: %d bytes, %d bytes compressed, over the %d-byte item limit"
+)
+
+// timeLayout is fixed-width, so stored times compare as strings.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// keyLayout formats the start time in a version; with the random suffix a
+// version is fixed-width and sorts by start time.
+const keyLayout = "20060102T150405.000000000Z"
+
+// entry is one accepted tool in its stored form.
+type entry struct {
+	tool   mcp.Tool
+	seq    int
+	hash   [sha256.Size]byte // of the name: the item key and the name index
+	zipped []byte            // non-nil: stored compressed (encodeTool, gzip)
+}
+
+// prepared is a discovery in the form both stores write.
+type prepared struct {
+	key     string // this discovery's order key; the version it creates
+	started time.Time
+	entries []entry
+	refused []mcp.Refusal
+	hash    string
+	d       Discovery
+}
+
+// newKey returns a version/order key for a discovery started at t: the UTC
+// start time to the nanosecond, then random hex that breaks ties.
+func newKey(t time.Time) string {
+	return fmt.Sprintf("%s-%08x", t.UTC().Format(keyLayout), rand.Uint32())
+}
+
+// prepare turns d into its stored form for catalog id: duplicates and
+// tools too large even compressed become refusals; id enters the item-size
+// accounting.
+func prepare(id string, d Discovery) prepared {
+	p := prepared{key: newKey(d.StartedAt), started: d.StartedAt, d: d}
+	for _, r := range d.Listing.Refused {
+		p.refused = append(p.refused, truncRefusal(r))
+	}
+	seen := make(map[string]bool, len(d.Listing.Tools))
+	for _, t := range d.Listing.Tools {
+		if seen[t.Name] {
+			p.refused = append(p.refused, truncRefusal(mcp.Refusal{Name: t.Name, Reason: reasonDuplicate}))
+			continue
+		}
+		seen[t.Name] = true
+		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name))}
+		plain := plainItemSize(id, t)
+		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) {
+			e.zipped = gzipTool(t)
+			if z := zippedItemSize(id, len(e.zipped)); z > MaxItemBytes {
+				p.refused = append(p.refused, truncRefusal(mcp.Refusal{
+					Name:   t.Name,
+					Reason: fmt.Sprintf(reasonTooLarge, plain, z, MaxItemBytes),
+				}))
+				continue
+			}
+		}
+		p.entries = append(p.entries, e)
+	}
+	p.hash = contentHash(p.entries, p.refused)
+	return p
+}
+
+// Item-size accounting, after DynamoDB's: attribute names plus values;
+// numbers are counted at their largest (21 bytes).
+const (
+	numberBytes    = 21
+	itemOverhead   = 64 // slack for the accounting's unknowns
+	toolSortKeyLen = len("v#") + len(keyLayout) + len("-00000000") + len("#t#") + 2*sha256.Size
+)
+
+func baseItemSize(id string) int {
+	return len(PartitionKey) + len(id) + len(SortKey) + toolSortKeyLen +
+		len(attrSeq) + numberBytes + len(TTLAttribute) + numberBytes + itemOverhead
+}
+
+func plainItemSize(id string, t mcp.Tool) int {
+	return baseItemSize(id) + len(attrName) + len(t.Name) + len(attrDescription) + len(t.Description) +
+		len(attrSchema) + len(t.InputSchema)
+}
+
+func zippedItemSize(id string, n int) int {
+	return baseItemSize(id) + len(attrZipped) + n
+}
+
+// encodeTool frames a tool's three fields, each a uvarint length then the
+// bytes, so the schema survives byte for byte (JSON would re-compact it).
+func encodeTool(t mcp.Tool) []byte {
+	var b []byte
+	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+var errBadTool = errors.New("catalog: malformed stored tool")
+
+func decodeTool(b []byte) (mcp.Tool, error) {
+	var f [3][]byte
+	for i := range f {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return mcp.Tool{}, fmt.Errorf("%w: field %d truncated", errBadTool, i)
+		}
+		f[i], b = b[k:k+int(n)], b[k+int(n):]
+	}
+	if len(b) != 0 {
+		return mcp.Tool{}, fmt.Errorf("%w: %d trailing bytes", errBadTool, len(b))
+	}
+	return mcp.Tool{Name: string(f[0]), Description: string(f[1]), InputSchema: bytes.Clone(f[2])}, nil
+}
+
+func gzipTool(t mcp.Tool) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid
+	_, _ = zw.Write(encodeTool(t))                           // a bytes.Buffer does not fail
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// maxToolBytes bounds a decompressed tool: far above any tool a listing
+// within mcp.MaxResponseBytes yields, even after JSON re-escaping.
+const maxToolBytes = 8 * mcp.MaxResponseBytes
+
+// gunzipTool reverses gzipTool.
+func gunzipTool(z []byte) (mcp.Tool, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return mcp.Tool{}, fmt.Errorf("%w: %v", errBadTool, err)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(zr, maxToolBytes+1)); err != nil {
+		return mcp.Tool{}, fmt.Errorf("%w: %v", errBadTool, err)
+	}
+	if buf.Len() > maxToolBytes {
+		return mcp.Tool{}, fmt.Errorf("%w: over %d bytes decompressed", errBadTool, maxToolBytes)
+	}
+	return decodeTool(buf.Bytes())
+}
+
+// contentHash identifies a listing as stored: accepted tools in order, then
+// refusals. Server metadata is not part of it.
+func contentHash(entries []entry, refused []mcp.Refusal) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	field(binary.BigEndian.AppendUint64(nil, uint64(len(entries))))
+	for _, e := range entries {
+		field([]byte(e.tool.Name))
+		field([]byte(e.tool.Description))
+		field(e.tool.InputSchema)
+	}
+	field(binary.BigEndian.AppendUint64(nil, uint64(len(refused))))
+	for _, r := range refused {
+		field([]byte(r.Name))
+		field([]byte(r.Reason))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// nameIndex is the sorted first eight bytes of each name's SHA-256.
+func nameIndex(entries []entry) []byte {
+	hs := make([]uint64, len(entries))
+	for i, e := range entries {
+		hs[i] = binary.BigEndian.Uint64(e.hash[:8])
+	}
+	slices.Sort(hs)
+	b := make([]byte, 0, 8*len(hs))
+	for _, h := range hs {
+		b = binary.BigEndian.AppendUint64(b, h)
+	}
+	return b
+}
+
+// indexContains reports whether name's hash is in a nameIndex.
+func indexContains(index []byte, name string) bool {
+	sum := sha256.Sum256([]byte(name))
+	want := binary.BigEndian.Uint64(sum[:8])
+	n := len(index) / 8
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if binary.BigEndian.Uint64(index[8*mid:]) < want {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo < n && binary.BigEndian.Uint64(index[8*lo:]) == want
+}
+
+func truncRefusal(r mcp.Refusal) mcp.Refusal {
+	return mcp.Refusal{Name: truncate(r.Name, maxRefusalName), Reason: truncate(r.Reason, maxRefusalReason)}
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking a cut
+// with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func sha256Of(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}

@@ -1,0 +1,165 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// MaxBatchItems is DynamoDB's limit on requests in one BatchWriteItem.
+const MaxBatchItems = 25
+
+// writeWorkers is how many batches one call writes at a time.
+const writeWorkers = 4
+
+// retryables classifies errors as the SDK's standard retryer does:
+// throttling codes, 5xx answers and dropped or refused connections.
+var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+
+// retry calls f until it succeeds, fails for good, or ctx ends; the last
+// case wraps ErrUnavailable.
+func (s *Dynamo) retry(ctx context.Context, op string, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+		case retryables.IsErrorRetryable(err) != aws.TrueTernary:
+			return fmt.Errorf("catalog: %s: %w", op, err)
+		}
+		if perr := s.pause(ctx, attempt); perr != nil {
+			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+		}
+	}
+}
+
+// pause sleeps a jittered backoff for the given attempt: a random time
+// between half and all of min(backoffMax, backoffMin·2^attempt).
+func (s *Dynamo) pause(ctx context.Context, attempt int) error {
+	d := s.backoffMax
+	if attempt < 30 && s.backoffMin<<attempt < d {
+		d = s.backoffMin << attempt
+	}
+	if d > 1 {
+		d = d/2 + rand.N(d/2)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// batchWrite sends reqs in batches of at most MaxBatchItems with unique
+// keys, a few at a time, retrying unprocessed items until ctx ends.
+func (s *Dynamo) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
+	bs := batches(reqs)
+	if len(bs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  = make(chan []types.WriteRequest)
+	)
+	for range min(writeWorkers, len(bs)) {
+		wg.Go(func() {
+			for b := range next {
+				if err := s.writeBatch(ctx, b); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+send:
+	for _, b := range bs {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: write items: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (s *Dynamo) writeBatch(ctx context.Context, b []types.WriteRequest) error {
+	for attempt := 0; ; attempt++ {
+		var out *dynamodb.BatchWriteItemOutput
+		err := s.retry(ctx, "write items", func() (err error) {
+			out, err = s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems: map[string][]types.WriteRequest{s.table: b},
+			})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b = out.UnprocessedItems[s.table]
+		if len(b) == 0 {
+			return nil
+		}
+		if err := s.pause(ctx, attempt); err != nil {
+			return fmt.Errorf("%w: write items: %d unprocessed: %w", ErrUnavailable, len(b), err)
+		}
+	}
+}
+
+// batches splits reqs, in order, into batches DynamoDB accepts: at most
+// MaxBatchItems each, no key twice in one batch (a repeated key starts a new
+// batch, so later requests still win).
+func batches(reqs []types.WriteRequest) [][]types.WriteRequest {
+	var (
+		out  [][]types.WriteRequest
+		cur  []types.WriteRequest
+		keys = map[string]bool{}
+	)
+	for _, r := range reqs {
+		k := requestKey(r)
+		if len(cur) == MaxBatchItems || keys[k] {
+			out = append(out, cur)
+			cur = nil
+			clear(keys)
+		}
+		cur = append(cur, r)
+		keys[k] = true
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// requestKey is the primary key a write request addresses.
+func requestKey(r types.WriteRequest) string {
+	var item map[string]types.AttributeValue
+	switch {
+	case r.PutRequest != nil:
+		item = r.PutRequest.Item
+	case r.DeleteRequest != nil:
+		item = r.DeleteRequest.Key
+	}
+	return stringAttr(item, PartitionKey) + "\x00" + stringAttr(item, SortKey)
+}

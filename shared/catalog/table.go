@@ -1,0 +1,93 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Table layout (docs/catalog.md). Both keys are strings; TTLAttribute holds
+// epoch seconds.
+const (
+	PartitionKey = "pk"
+	SortKey      = "sk"
+	TTLAttribute = "expires_at"
+	HeadSortKey  = "head"
+)
+
+// TableAPI is the part of *dynamodb.Client CreateTable uses.
+type TableAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ TableAPI = (*dynamodb.Client)(nil)
+
+// CreateTable creates table as template.yaml defines it: PartitionKey
+// (hash) and SortKey (range), both strings, on-demand billing, TTL on
+// TTLAttribute. It waits until the table is active and succeeds when the
+// table already exists.
+func CreateTable(ctx context.Context, client TableAPI, table string) error {
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(SortKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(SortKey), KeyType: types.KeyTypeRange},
+		},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("catalog: create table %s: %w", table, err)
+	}
+	if err := waitActive(ctx, client, table); err != nil {
+		return err
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("catalog: describe TTL of %s: %w", table, err)
+	}
+	if d := ttl.TimeToLiveDescription; d != nil && d.TimeToLiveStatus == types.TimeToLiveStatusEnabled &&
+		aws.ToString(d.AttributeName) == TTLAttribute {
+		return nil
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(TTLAttribute),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: enable TTL on %s: %w", table, err)
+	}
+	return nil
+}
+
+func waitActive(ctx context.Context, client TableAPI, table string) error {
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("catalog: describe table %s: %w", table, err)
+		}
+		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("catalog: table %s not active: %w", table, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
