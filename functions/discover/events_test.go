@@ -152,7 +152,8 @@ func (e *env) invoke(t *testing.T, payload []byte) worktest.Invocation {
 }
 
 // TestEvents runs every events/discover-*.json through the handler over
-// fakes and compares what it produced with testdata/events/<name>.json.
+// fakes and compares what it produced, stored and recorded with
+// testdata/events/<name>.json.
 func TestEvents(t *testing.T) {
 	files, err := filepath.Glob("../../events/discover-*.json")
 	if err != nil || len(files) == 0 {
@@ -167,7 +168,16 @@ func TestEvents(t *testing.T) {
 			}
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				got := e.invoke(t, payload)
+				inv := e.invoke(t, payload)
+				stored := map[string]int{}
+				for id, puts := range e.store.puts {
+					stored[id] = len(puts[len(puts)-1].Listing.Tools)
+				}
+				got := struct {
+					worktest.Invocation
+					StoredTools      map[string]int               `json:"stored_tools,omitempty"`
+					RecordedFailures map[string][]catalog.Failure `json:"recorded_failures,omitempty"`
+				}{inv, stored, e.store.failures}
 				worktest.Golden(t, filepath.Join("testdata", "events", name+".json"), got)
 			})
 		})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -98,27 +97,31 @@ type Handler struct {
 }
 
 // Process implements work.Processor: it validates the request, lists the
-// server's tools and stores them under catalog_id. A failure after the
-// request is valid is recorded on the catalog, which keeps its tools.
+// server's tools and stores them under catalog_id. Every failure but a
+// malformed request or server URL is recorded on the catalog, which keeps
+// its tools.
 func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 	start := h.now()
 	var req Request
 	if err := work.Decode(it.Body, &req); err != nil {
 		return nil, err
 	}
-	u, err := req.validate(h.Policy)
-	if err != nil {
+	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	it.SetServer(u)
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
-
-	res, err := h.discover(ctx, it, req, start)
-	if err != nil {
-		h.recordFailure(ctx, it, req.CatalogID, err)
-		return nil, err
+	u, err := work.CheckServerURL(req.ServerURL, h.Policy)
+	if err == nil {
+		it.SetServer(u)
+		var res *Result
+		if res, err = h.discover(ctx, it, req, start); err == nil {
+			return res, nil
+		}
 	}
-	return res, nil
+	if work.TypeOf(err) != work.InvalidRequest || !errors.Is(err, guard.ErrBadURL) {
+		h.recordFailure(ctx, it, req.CatalogID, err)
+	}
+	return nil, err
 }
 
 func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, start time.Time) (*Result, error) {
@@ -221,22 +224,21 @@ func boundRefused(all []mcp.Refusal) ([]mcp.Refusal, int) {
 	return out, 0
 }
 
-// validate checks the fields Decode cannot and the server URL against p
-// (nil: guard.Default()).
-func (r Request) validate(p *guard.Policy) (*url.URL, error) {
+// validate checks the fields Decode cannot, but the server URL.
+func (r Request) validate() error {
 	switch {
 	case r.CatalogID == "":
-		return nil, work.Errorf(work.InvalidRequest, nil, "catalog_id is required")
+		return work.Errorf(work.InvalidRequest, nil, "catalog_id is required")
 	case r.ServerURL == "":
-		return nil, work.Errorf(work.InvalidRequest, nil, "server_url is required")
+		return work.Errorf(work.InvalidRequest, nil, "server_url is required")
 	}
 	if err := catalog.ValidateID(r.CatalogID); err != nil {
-		return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+		return work.Errorf(work.InvalidRequest, err, "catalog_id")
 	}
 	for _, id := range r.VaultIDs {
 		if err := vault.ValidateVaultID(id); err != nil {
-			return nil, work.Errorf(work.InvalidRequest, err, "vault_ids")
+			return work.Errorf(work.InvalidRequest, err, "vault_ids")
 		}
 	}
-	return work.CheckServerURL(r.ServerURL, p)
+	return nil
 }

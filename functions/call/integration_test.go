@@ -1,0 +1,437 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
+)
+
+var (
+	motoOnce sync.Once
+	motoSrv  *awstest.Moto
+	motoErr  error
+)
+
+// sharedMoto starts one moto server for the package on first use.
+func sharedMoto(t *testing.T) *awstest.Moto {
+	t.Helper()
+	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
+	if motoErr != nil {
+		t.Fatalf("moto: %v", motoErr)
+	}
+	return motoSrv
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if motoSrv != nil {
+		if err := motoSrv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// stack is the call function wired as main wires it, over moto (DynamoDB
+// catalog and ledger, SQS dead-letter queue, Secrets Manager vaults) and
+// real MCP servers on loopback, which its guard policy allows.
+type stack struct {
+	handler *Handler
+	runner  *work.Runner
+	cfg     work.Config
+	tasks   *worktest.Tasks
+	logs    *worktest.Lines
+	metrics *worktest.Lines
+	sqs     *sqs.Client
+	dlq     string
+	secrets *secretsmanager.Client
+	prefix  string
+	store   *catalog.Dynamo
+	ddb     *dynamodb.Client
+	calls   string
+	ledger  *ledger.Dynamo
+}
+
+func newStack(t *testing.T, tweak func(*work.Config)) *stack {
+	t.Helper()
+	m := sharedMoto(t)
+	ctx := t.Context()
+	awsCfg := m.Config(ctx)
+	s := &stack{
+		tasks:   &worktest.Tasks{},
+		logs:    &worktest.Lines{},
+		metrics: &worktest.Lines{},
+		sqs:     sqs.NewFromConfig(awsCfg),
+		secrets: secretsmanager.NewFromConfig(awsCfg),
+		prefix:  worktest.UniqueName("vaults") + "/",
+		ddb:     dynamodb.NewFromConfig(awsCfg),
+		calls:   worktest.UniqueName("calls"),
+	}
+	s.dlq = worktest.NewQueue(t, s.sqs, "call-dlq")
+	s.store = catalogtest.NewDynamo(t, m)
+	if err := ledger.CreateTable(ctx, s.ddb, s.calls); err != nil {
+		t.Fatal(err)
+	}
+	s.ledger = ledger.NewDynamo(s.ddb, s.calls, time.Minute)
+	policy, err := guard.NewPolicy("127.0.0.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := guard.NewClientWithPolicy(policy, mcp.CallTimeout)
+	t.Cleanup(client.CloseIdleConnections)
+	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
+	s.handler = &Handler{
+		Connect:     ConnectMCP,
+		HTTPClient:  client,
+		Policy:      policy,
+		Catalog:     s.store,
+		Credentials: vault.NewResolver(s.secrets, s.prefix),
+		Ledger:      s.ledger,
+		Logger:      logger,
+	}
+	s.cfg = work.Config{
+		Function: "call",
+		DLQURL:   s.dlq,
+		Queue:    s.sqs,
+		Tasks:    s.tasks,
+		Logger:   logger,
+		Metrics:  s.metrics,
+	}
+	if tweak != nil {
+		tweak(&s.cfg)
+	}
+	if s.runner, err = work.NewRunner(s.cfg, s.handler); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *stack) invoke(t *testing.T, payload []byte, timeout time.Duration) (any, error) {
+	t.Helper()
+	ctx, cancel := worktest.Context(t.Context(), "req-"+worktest.UniqueName("it"), timeout)
+	defer cancel()
+	return s.runner.Handle(ctx, payload)
+}
+
+// discover stores the fixture's real listing as catalog id.
+func (s *stack) discover(t *testing.T, id string, srv *mcptest.Server) {
+	t.Helper()
+	conn, err := mcp.Connect(t.Context(), mcp.Config{URL: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	listing, err := conn.ListTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.Put(t.Context(), id, catalog.Discovery{Listing: listing, ProtocolVersion: conn.Stats().ProtocolVersion}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func callBody(fields map[string]any) string {
+	b, err := json.Marshal(fields)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// wireType is the errorType aws-lambda-go reports for err.
+func wireType(err error) string {
+	if err == nil {
+		return ""
+	}
+	if ive, ok := err.(messages.InvokeResponse_Error); ok {
+		return ive.Type
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// cause is one real way a call fails, and the wire type it must produce.
+type cause struct {
+	name  string
+	body  func(t *testing.T, s *stack) string
+	wants string
+}
+
+func realCauses() []cause {
+	return []cause{
+		{"malformed event", func(t *testing.T, s *stack) string {
+			return `{"server_url":"https://mcp.example.com/mcp","tool_name":"echo","input":{}}`
+		}, "invalid_request_error"},
+		{"loopback the policy does not allow", func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{})
+			u, _ := url.Parse(srv.URL)
+			return callBody(map[string]any{"server_url": "https://[::1]:" + u.Port() + "/mcp", "tool_name": "echo", "arguments": map[string]string{"text": "hi"}})
+		}, "mcp_egress_denied_error"},
+		{"401 without a credential", func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
+			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}})
+		}, "mcp_authentication_failed_error"},
+		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
+			id := worktest.UniqueName("wrong")
+			worktest.PutVault(t, s.secrets, s.prefix+id, worktest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
+			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
+		}, "mcp_authentication_failed_error"},
+		{"nothing listens on the port", func(t *testing.T, s *stack) string {
+			return callBody(map[string]any{"server_url": worktest.ClosedPortURL(t), "tool_name": "echo"})
+		}, "mcp_connection_failed_error"},
+		{"server answers garbage", func(t *testing.T, s *stack) string {
+			return callBody(map[string]any{"server_url": worktest.GarbageServer(t), "tool_name": "echo"})
+		}, "mcp_protocol_error"},
+		{"another delivery holds the call", func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{})
+			id := worktest.UniqueName("toolu")
+			other := ledger.NewDynamo(s.ddb, s.calls, time.Minute)
+			if _, err := other.Begin(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "tool_use_id": id})
+		}, "internal_error"},
+	}
+}
+
+// TestWireErrorsFromRealCauses: each wire type, produced by a real cause,
+// for a direct invocation, an SQS record and an SQS record with a task
+// token.
+func TestWireErrorsFromRealCauses(t *testing.T) {
+	s := newStack(t, nil)
+	for _, c := range realCauses() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("direct", func(t *testing.T) {
+				_, err := s.invoke(t, []byte(c.body(t, s)), time.Minute)
+				if got := wireType(err); got != c.wants {
+					t.Errorf("errorType = %q (%v), want %q", got, err, c.wants)
+				}
+			})
+			t.Run("sqs", func(t *testing.T) {
+				body := c.body(t, s)
+				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(body)), time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				failed := out.(events.SQSEventResponse).BatchItemFailures
+				dead := worktest.Drain(t, s.sqs, s.dlq, 0)
+				if work.ErrorType(c.wants).Permanent() {
+					dead = worktest.Drain(t, s.sqs, s.dlq, 1)
+					if len(failed) != 0 || len(dead) != 1 || dead[0].Body != body || dead[0].Attributes["mcpfn.error_type"] != c.wants {
+						t.Errorf("failures %v, dead letters %+v; want the record in the DLQ with %s", failed, dead, c.wants)
+					}
+				} else if len(failed) != 1 || failed[0].ItemIdentifier != "msg-0" || len(dead) != 0 {
+					t.Errorf("failures %v, dead letters %+v; want msg-0 back in the queue", failed, dead)
+				}
+			})
+			t.Run("task token", func(t *testing.T) {
+				s.tasks.Reset()
+				var body map[string]any
+				if err := json.Unmarshal([]byte(c.body(t, s)), &body); err != nil {
+					t.Fatal(err)
+				}
+				body["task_token"] = "token-" + c.name
+				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(string(worktest.Payload(body)))), time.Minute)
+				if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+					t.Fatalf("Handle = %v, %v; want the record done", out, err)
+				}
+				reports := s.tasks.Reports()
+				if len(reports) != 1 || reports[0].Error != c.wants {
+					t.Errorf("task reports %+v, want one failure %s", reports, c.wants)
+				}
+			})
+		})
+	}
+}
+
+// TestBatchOfTen: mixed outcomes in one batch; exactly the retryable
+// records come back, the permanent ones are in the DLQ.
+func TestBatchOfTen(t *testing.T) {
+	s := newStack(t, nil)
+	causes := realCauses()
+	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: "s3cr3t"})
+	worktest.PutVault(t, s.secrets, s.prefix+"team", worktest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
+	bodies := []string{
+		callBody(map[string]any{"server_url": ok.URL, "tool_name": "echo", "arguments": map[string]string{"text": "zero"}, "tool_use_id": "toolu_b0"}),
+		callBody(map[string]any{"server_url": secured.URL, "tool_name": "echo", "arguments": map[string]string{"text": "one"}, "vault_ids": []string{"team"}}),
+		causes[0].body(t, s), // 2 invalid
+		causes[1].body(t, s), // 3 egress denied
+		causes[2].body(t, s), // 4 401
+		causes[4].body(t, s), // 5 connection
+		causes[5].body(t, s), // 6 protocol
+		causes[6].body(t, s), // 7 in progress
+		callBody(map[string]any{"server_url": ok.URL, "tool_name": "fail", "tool_use_id": "toolu_b8"}),
+		callBody(map[string]any{"server_url": ok.URL, "tool_name": "nonexistent", "tool_use_id": "toolu_b9", "task_token": "tok-9"}),
+	}
+	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, f := range out.(events.SQSEventResponse).BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if diff := cmp.Diff([]string{"msg-5", "msg-6", "msg-7"}, failed); diff != "" {
+		t.Errorf("batch item failures (-want +got):\n%s", diff)
+	}
+	var dead []string
+	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 3) {
+		dead = append(dead, m.Attributes["mcpfn.source_message_id"]+" "+m.Attributes["mcpfn.error_type"])
+	}
+	wantDead := []string{"msg-2 invalid_request_error", "msg-3 mcp_egress_denied_error", "msg-4 mcp_authentication_failed_error"}
+	if diff := cmp.Diff(wantDead, slices.Sorted(slices.Values(dead))); diff != "" {
+		t.Errorf("dead letters (-want +got):\n%s", diff)
+	}
+	reports := s.tasks.Reports()
+	if len(reports) != 1 || reports[0].TaskToken != "tok-9" || reports[0].Error != "" ||
+		!strings.Contains(string(reports[0].Output), `"is_error":true`) {
+		t.Errorf("task reports %+v, want tok-9 succeeding with a refusal (unknown tool) as is_error", reports)
+	}
+	if n := ok.CallCount("echo") + secured.CallCount("echo") + ok.CallCount("fail"); n != 3 {
+		t.Errorf("tools ran %d times, want 3", n)
+	}
+}
+
+// TestDeadlineTooShort: one record at a time, 2 s each, 8 s to the
+// deadline, a 1 s reserve and a 4 s minimum budget: the first two start
+// (the second by 3 s), the rest cannot and go back to the queue unstarted.
+func TestDeadlineTooShort(t *testing.T) {
+	s := newStack(t, func(c *work.Config) {
+		c.Concurrency, c.Reserve, c.MinBudget = 1, time.Second, 4*time.Second
+	})
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	var bodies []string
+	for i := range 4 {
+		bodies = append(bodies, callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 2000}, "tool_use_id": fmt.Sprintf("toolu_slow%d", i)}))
+	}
+	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, f := range out.(events.SQSEventResponse).BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if diff := cmp.Diff([]string{"msg-2", "msg-3"}, failed); diff != "" {
+		t.Errorf("batch item failures (-want +got):\n%s", diff)
+	}
+	if n := srv.CallCount("slow"); n != 2 {
+		t.Errorf("slow ran %d times, want 2", n)
+	}
+	for _, sum := range s.logs.Summaries() {
+		want := "succeeded"
+		if sum["work_item"] == "msg-2" || sum["work_item"] == "msg-3" {
+			want = "not_started"
+		}
+		if sum["outcome"] != want {
+			t.Errorf("%v: outcome %v, want %s", sum["work_item"], sum["outcome"], want)
+		}
+	}
+}
+
+// TestDuplicateDeliveryRunsOnce: the same message delivered twice, and two
+// deliveries of one tool use racing, run the tool once.
+func TestDuplicateDeliveryRunsOnce(t *testing.T) {
+	s := newStack(t, nil)
+	srv := mcptest.NewServer(t, mcptest.Options{})
+	t.Run("redelivered message", func(t *testing.T) {
+		ev := worktest.Payload(worktest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "once"}, "task_token": "tok-a"})))
+		for range 2 {
+			if out, err := s.invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+				t.Fatalf("Handle = %v, %v", out, err)
+			}
+		}
+		reports := s.tasks.Reports()
+		if len(reports) != 2 || string(reports[0].Output) != string(reports[1].Output) {
+			t.Errorf("reports %+v, want the same output twice", reports)
+		}
+		if n := srv.CallCount("echo"); n != 1 {
+			t.Errorf("echo ran %d times, want 1", n)
+		}
+	})
+	t.Run("racing deliveries of one tool use", func(t *testing.T) {
+		body := callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 1500}, "tool_use_id": "toolu_race"})
+		var wg sync.WaitGroup
+		results := make([]any, 2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Go(func() { results[i], errs[i] = s.invoke(t, []byte(body), time.Minute) })
+		}
+		wg.Wait()
+		types := []string{wireType(errs[0]), wireType(errs[1])}
+		if !(types[0] == "" && types[1] == "internal_error" || types[0] == "internal_error" && types[1] == "") {
+			t.Errorf("error types %q, want one success and one internal_error (in progress)", types)
+		}
+		again, err := s.invoke(t, []byte(body), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.CallCount("slow"); n != 1 {
+			t.Errorf("slow ran %d times, want 1", n)
+		}
+		first := results[0]
+		if first == nil {
+			first = results[1]
+		}
+		a, _ := json.Marshal(first)
+		b, _ := json.Marshal(again)
+		if string(a) != string(b) {
+			t.Errorf("replay %s, want %s", b, a)
+		}
+	})
+}
+
+// TestCatalogGatesTheCall: with catalog_id, a tool the stored catalog lacks
+// is refused before any connection, and a listed one runs with the
+// recorded protocol version.
+func TestCatalogGatesTheCall(t *testing.T) {
+	s := newStack(t, nil)
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	s.discover(t, "fixture", srv)
+	before := srv.Requests()
+	_, err := s.invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "rm_rf", "catalog_id": "fixture"})), time.Minute)
+	if ive, ok := err.(messages.InvokeResponse_Error); !ok || ive.Type != "invalid_request_error" || !strings.Contains(ive.Message, `"rm_rf"`) {
+		t.Errorf("error = %v, want invalid_request_error naming rm_rf", err)
+	}
+	if srv.Requests() != before {
+		t.Errorf("the server got %d requests for a refused tool", srv.Requests()-before)
+	}
+	s.logs.Reset()
+	out, err := s.invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "add", "arguments": map[string]int{"a": 2, "b": 3}, "catalog_id": "fixture", "tool_use_id": "toolu_add"})), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out)
+	if want := `{"type":"tool_result","tool_use_id":"toolu_add","is_error":false,"content":[{"type":"text","text":"5"},{"type":"text","text":"{\"sum\":5}"}]}`; string(got) != want {
+		t.Errorf("result %s, want %s", got, want)
+	}
+	if sums := s.logs.Summaries(); len(sums) != 1 || sums[0]["protocol_version"] != "2026-07-28" || sums[0]["catalog_version"] == "" {
+		t.Errorf("summaries %v, want one with protocol 2026-07-28 and the catalog version", sums)
+	}
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
+)
+
+var (
+	motoOnce sync.Once
+	motoSrv  *awstest.Moto
+	motoErr  error
+)
+
+// sharedMoto starts one moto server for the package on first use.
+func sharedMoto(t *testing.T) *awstest.Moto {
+	t.Helper()
+	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
+	if motoErr != nil {
+		t.Fatalf("moto: %v", motoErr)
+	}
+	return motoSrv
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if motoSrv != nil {
+		if err := motoSrv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// stack is the discover function wired as main wires it, over moto
+// (DynamoDB catalog, SQS dead-letter queue, Secrets Manager vaults) and real
+// MCP servers on loopback, which its guard policy allows.
+type stack struct {
+	handler *Handler
+	runner  *work.Runner
+	tasks   *worktest.Tasks
+	logs    *worktest.Lines
+	metrics *worktest.Lines
+	sqs     *sqs.Client
+	dlq     string
+	secrets *secretsmanager.Client
+	prefix  string
+	store   *catalog.Dynamo
+	ddb     *dynamodb.Client
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	m := sharedMoto(t)
+	awsCfg := m.Config(t.Context())
+	s := &stack{
+		tasks:   &worktest.Tasks{},
+		logs:    &worktest.Lines{},
+		metrics: &worktest.Lines{},
+		sqs:     sqs.NewFromConfig(awsCfg),
+		secrets: secretsmanager.NewFromConfig(awsCfg),
+		prefix:  worktest.UniqueName("vaults") + "/",
+		ddb:     dynamodb.NewFromConfig(awsCfg),
+	}
+	s.dlq = worktest.NewQueue(t, s.sqs, "discover-dlq")
+	s.store = catalogtest.NewDynamo(t, m)
+	policy, err := guard.NewPolicy("127.0.0.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := guard.NewClientWithPolicy(policy, mcp.DialTimeout)
+	t.Cleanup(client.CloseIdleConnections)
+	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
+	s.handler = &Handler{
+		Connect:     ConnectMCP,
+		HTTPClient:  client,
+		Policy:      policy,
+		Store:       s.store,
+		Credentials: vault.NewResolver(s.secrets, s.prefix),
+		Logger:      logger,
+	}
+	s.runner, err = work.NewRunner(work.Config{
+		Function: "discover",
+		DLQURL:   s.dlq,
+		Queue:    s.sqs,
+		Tasks:    s.tasks,
+		Logger:   logger,
+		Metrics:  s.metrics,
+	}, s.handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *stack) invoke(t *testing.T, payload []byte) (any, error) {
+	t.Helper()
+	ctx, cancel := worktest.Context(t.Context(), "req-"+worktest.UniqueName("it"), time.Minute)
+	defer cancel()
+	return s.runner.Handle(ctx, payload)
+}
+
+func body(fields map[string]any) string { return string(worktest.Payload(fields)) }
+
+// wireType is the errorType aws-lambda-go reports for err.
+func wireType(err error) string {
+	if err == nil {
+		return ""
+	}
+	if ive, ok := err.(messages.InvokeResponse_Error); ok {
+		return ive.Type
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// cursorLoopServer serves go-sdk's tools/list with every page claiming a
+// next page under the same cursor.
+func cursorLoopServer(t *testing.T) string {
+	t.Helper()
+	server := sdk.NewServer(&sdk.Implementation{Name: "looper", Version: "1"}, nil)
+	server.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+	server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			if p, ok := req.GetParams().(*sdk.ListToolsParams); ok {
+				p.Cursor = ""
+			}
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*sdk.ListToolsResult); ok {
+				r.NextCursor = "again"
+			}
+			return res, err
+		}
+	})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+type cause struct {
+	name   string
+	body   func(t *testing.T, s *stack) string
+	tweak  func(s *stack) // applied to the stack before invoking
+	wants  string
+	stored bool // the failure is recorded on the catalog
+}
+
+func realCauses() []cause {
+	return []cause{
+		{name: "malformed event", body: func(t *testing.T, s *stack) string {
+			return `{"catalog_id":"c","server_url":"https://mcp.example.com/mcp","extra":true}`
+		}, wants: "invalid_request_error"},
+		{name: "loopback the policy does not allow", body: func(t *testing.T, s *stack) string {
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": "https://[::1]:8443/mcp"})
+		}, wants: "mcp_egress_denied_error", stored: true},
+		{name: "401 without a credential", body: func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": srv.URL})
+		}, wants: "mcp_authentication_failed_error", stored: true},
+		{name: "nothing listens on the port", body: func(t *testing.T, s *stack) string {
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": worktest.ClosedPortURL(t)})
+		}, wants: "mcp_connection_failed_error", stored: true},
+		{name: "server answers garbage", body: func(t *testing.T, s *stack) string {
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": worktest.GarbageServer(t)})
+		}, wants: "mcp_protocol_error", stored: true},
+		{name: "cursor loop", body: func(t *testing.T, s *stack) string {
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": cursorLoopServer(t)})
+		}, wants: "mcp_protocol_error", stored: true},
+		{name: "catalog table missing", body: func(t *testing.T, s *stack) string {
+			srv := mcptest.NewServer(t, mcptest.Options{})
+			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": srv.URL})
+		}, tweak: func(s *stack) {
+			s.handler.Store = catalog.NewDynamo(s.ddb, worktest.UniqueName("no-such-table"))
+		}, wants: "internal_error"},
+	}
+}
+
+// TestWireErrorsFromRealCauses: each wire type, produced by a real cause,
+// for a direct invocation, an SQS record and an SQS record with a task
+// token; the failure is recorded on the catalog.
+func TestWireErrorsFromRealCauses(t *testing.T) {
+	for _, c := range realCauses() {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t)
+			if c.tweak != nil {
+				c.tweak(s)
+			}
+			t.Run("direct", func(t *testing.T) {
+				b := c.body(t, s)
+				_, err := s.invoke(t, []byte(b))
+				if got := wireType(err); got != c.wants {
+					t.Fatalf("errorType = %q (%v), want %q", got, err, c.wants)
+				}
+				if c.stored {
+					var req Request
+					_ = json.Unmarshal([]byte(b), &req)
+					got, gerr := s.store.Get(t.Context(), req.CatalogID)
+					if gerr != nil || got.LastFailure == nil || got.LastFailure.ErrorType != c.wants {
+						t.Errorf("stored catalog %+v (%v), want the failure recorded as %s", got, gerr, c.wants)
+					}
+				}
+			})
+			t.Run("sqs", func(t *testing.T) {
+				b := c.body(t, s)
+				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(b)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				failed := out.(events.SQSEventResponse).BatchItemFailures
+				if work.ErrorType(c.wants).Permanent() {
+					dead := worktest.Drain(t, s.sqs, s.dlq, 1)
+					if len(failed) != 0 || len(dead) != 1 || dead[0].Body != b || dead[0].Attributes["mcpfn.error_type"] != c.wants {
+						t.Errorf("failures %v, dead letters %+v; want the record in the DLQ with %s", failed, dead, c.wants)
+					}
+				} else if len(failed) != 1 || failed[0].ItemIdentifier != "msg-0" {
+					t.Errorf("failures %v; want msg-0 back in the queue", failed)
+				}
+			})
+			t.Run("task token", func(t *testing.T) {
+				s.tasks.Reset()
+				var fields map[string]any
+				if err := json.Unmarshal([]byte(c.body(t, s)), &fields); err != nil {
+					t.Fatal(err)
+				}
+				fields["task_token"] = "token-" + c.name
+				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(body(fields))))
+				if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+					t.Fatalf("Handle = %v, %v; want the record done", out, err)
+				}
+				if r := s.tasks.Reports(); len(r) != 1 || r[0].Error != c.wants {
+					t.Errorf("task reports %+v, want one failure %s", r, c.wants)
+				}
+			})
+		})
+	}
+}
+
+// TestDialTimeRefusal: with the process-wide default policy (no allow
+// entries) and mcp.DefaultClient, a name that resolves to loopback passes
+// the URL check and is refused when dialed.
+func TestDialTimeRefusal(t *testing.T) {
+	s := newStack(t)
+	s.handler.HTTPClient, s.handler.Policy = nil, nil
+	srv := mcptest.NewServer(t, mcptest.Options{})
+	u, _ := url.Parse(srv.URL)
+	_, err := s.invoke(t, []byte(body(map[string]any{"catalog_id": "localhost", "server_url": "https://localhost:" + u.Port() + "/mcp"})))
+	if got := wireType(err); got != "mcp_egress_denied_error" {
+		t.Errorf("errorType = %q (%v), want mcp_egress_denied_error", got, err)
+	}
+	if srv.Requests() != 0 {
+		t.Errorf("the server got %d requests", srv.Requests())
+	}
+}
+
+// TestDiscoverIntoDynamo: a paginated listing in both protocol eras is
+// stored; a repeat is unchanged; a later failure keeps the tools.
+func TestDiscoverIntoDynamo(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%t", stateless), func(t *testing.T) {
+			s := newStack(t)
+			srv := mcptest.NewServer(t, mcptest.Options{Stateless: stateless, PageSize: 4, ExtraTools: 5})
+			worktest.PutVault(t, s.secrets, s.prefix+"team", worktest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
+			req := []byte(body(map[string]any{"catalog_id": "fixture", "server_url": srv.URL, "vault_ids": []string{"team"}}))
+			out, err := s.invoke(t, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := out.(*Result)
+			wantVersion := "2025-11-25"
+			if stateless {
+				wantVersion = "2026-07-28"
+			}
+			if res.ToolCount != 15 || res.Unchanged || res.ProtocolVersion != wantVersion || res.Server.Name != mcptest.Name ||
+				res.Requests == 0 || res.ResponseBytes == 0 || len(res.Refused) != 0 || res.Version == "" {
+				t.Errorf("result %+v", res)
+			}
+			got, err := s.store.Get(t.Context(), "fixture")
+			if err != nil || len(got.Tools) != 15 || got.Version != res.Version || got.ProtocolVersion != wantVersion {
+				t.Fatalf("stored %+v, %v", got, err)
+			}
+
+			again, err := s.invoke(t, req)
+			if err != nil || !again.(*Result).Unchanged || again.(*Result).Version != res.Version {
+				t.Errorf("repeat = %+v, %v; want unchanged at %s", again, err, res.Version)
+			}
+
+			s.handler.HTTPClient, s.handler.Policy = nil, nil // the process default: the fixture is not allowed
+			_, err = s.invoke(t, req)
+			if wireType(err) != "mcp_egress_denied_error" {
+				t.Fatalf("error = %v, want mcp_egress_denied_error", err)
+			}
+			got, err = s.store.Get(t.Context(), "fixture")
+			if err != nil || len(got.Tools) != 15 || got.Version != res.Version || got.LastFailure == nil || got.LastFailure.ErrorType != "mcp_egress_denied_error" {
+				t.Errorf("after the failure: %+v, %v; want the tools kept and the failure recorded", got, err)
+			}
+		})
+	}
+}
+
+// TestBatchMixed: one batch, every disposition.
+func TestBatchMixed(t *testing.T) {
+	s := newStack(t)
+	causes := realCauses()
+	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	bodies := []string{
+		body(map[string]any{"catalog_id": "ok-1", "server_url": ok.URL}),
+		causes[0].body(t, s), // invalid
+		causes[1].body(t, s), // egress
+		causes[2].body(t, s), // 401
+		causes[3].body(t, s), // connection
+		causes[4].body(t, s), // protocol
+		body(map[string]any{"catalog_id": "ok-2", "server_url": ok.URL, "task_token": "tok-6"}),
+		body(map[string]any{"catalog_id": "bad-7", "server_url": "https://[::1]/mcp", "task_token": "tok-7"}),
+	}
+	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, f := range out.(events.SQSEventResponse).BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if strings.Join(failed, ",") != "msg-4,msg-5" {
+		t.Errorf("batch item failures %v, want msg-4,msg-5", failed)
+	}
+	var dead []string
+	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 3) {
+		dead = append(dead, m.Attributes["mcpfn.source_message_id"])
+	}
+	if slices.Sort(dead); strings.Join(dead, ",") != "msg-1,msg-2,msg-3" {
+		t.Errorf("dead letters %v, want msg-1..3", dead)
+	}
+	reports := s.tasks.Reports()
+	if len(reports) != 2 || reports[0].Error != "" || reports[1].Error != "mcp_egress_denied_error" {
+		t.Errorf("task reports %+v", reports)
+	}
+}

@@ -1,0 +1,85 @@
+package worktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// UniqueName returns prefix followed by a random suffix, for tables,
+// queues and secrets that tests sharing one server must not share.
+func UniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%08x", prefix, rand.Uint32())
+}
+
+// NewQueue creates a standard queue with a unique name and returns its URL.
+func NewQueue(tb testing.TB, client *sqs.Client, prefix string) string {
+	tb.Helper()
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(prefix))})
+	if err != nil {
+		tb.Fatalf("worktest: create queue: %v", err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// Drain receives every message of the queue at url until want messages
+// arrived or ten seconds passed, deleting each, and returns them sorted by
+// body with their string attributes.
+func Drain(tb testing.TB, client *sqs.Client, url string, want int) []Message {
+	tb.Helper()
+	ctx := context.Background()
+	var got []Message
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:              aws.String(url),
+			MaxNumberOfMessages:   10,
+			MessageAttributeNames: []string{"All"},
+			WaitTimeSeconds:       1,
+		})
+		if err != nil {
+			tb.Fatalf("worktest: receive from %s: %v", url, err)
+		}
+		for _, m := range out.Messages {
+			msg := Message{QueueURL: url, Body: aws.ToString(m.Body), Attributes: map[string]string{}}
+			for k, v := range m.MessageAttributes {
+				msg.Attributes[k] = aws.ToString(v.StringValue)
+			}
+			got = append(got, msg)
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				tb.Fatalf("worktest: delete from %s: %v", url, err)
+			}
+		}
+	}
+	slices.SortStableFunc(got, func(a, b Message) int { return cmpString(a.Body, b.Body) })
+	return got
+}
+
+// VaultCredential is one credential of a vault secret.
+type VaultCredential struct {
+	ServerURL string `json:"server_url"`
+	Token     string `json:"token"`
+}
+
+// PutVault creates the secret name holding creds in the vault format.
+func PutVault(tb testing.TB, client *secretsmanager.Client, name string, creds ...VaultCredential) {
+	tb.Helper()
+	if creds == nil {
+		creds = []VaultCredential{}
+	}
+	b, err := json.Marshal(map[string]any{"credentials": creds})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := client.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(string(b))}); err != nil {
+		tb.Fatalf("worktest: create secret %s: %v", name, err)
+	}
+}
