@@ -51,17 +51,19 @@ func silentServer(t testing.TB) (url string, open func() int64) {
 	return "http://" + ln.Addr().String() + "/mcp", n.Load
 }
 
-// connGoroutines counts goroutines running go-sdk or this package's
-// non-test code: what a Conn leaves behind.
+// connGoroutines counts goroutines running go-sdk's client side or this
+// package's non-test code: what a Conn leaves behind. Server sessions of
+// fixture servers in other tests are not counted.
 func connGoroutines() int {
 	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "_test.go") {
-			continue
-		}
-		if strings.Contains(g, "modelcontextprotocol/go-sdk") || strings.Contains(g, "mcpfn/shared/mcp/") {
+		switch {
+		case strings.Contains(g, "_test.go"),
+			strings.Contains(g, "streamableServerConn"),
+			strings.Contains(g, "ServerSession"):
+		case strings.Contains(g, "modelcontextprotocol/go-sdk"), strings.Contains(g, "mcpfn/shared/mcp/"):
 			n++
 		}
 	}

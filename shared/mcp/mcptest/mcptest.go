@@ -117,13 +117,18 @@ func (c *Counters) ran(tool string) {
 
 // NewHandler returns an MCP Streamable HTTP handler serving opts, and the
 // counters it updates. It is what [NewServer] serves, for a binary that
-// listens itself.
+// listens itself; mount it at any path.
 func NewHandler(opts Options) (http.Handler, *Counters) {
+	h, counters, _ := newHandler(opts)
+	return h, counters
+}
+
+func newHandler(opts Options) (http.Handler, *Counters, *mcp.Server) {
 	counters := &Counters{}
 	server := newMCPServer(opts, counters)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: opts.Stateless})
-	return countAndAuth(h, counters, opts.BearerToken), counters
+	return countAndAuth(h, counters, opts.BearerToken), counters, server
 }
 
 // Server is a running fixture server on 127.0.0.1.
@@ -135,14 +140,20 @@ type Server struct {
 	client *http.Client
 }
 
-// NewServer starts a fixture server on 127.0.0.1; tb.Cleanup closes it.
+// NewServer starts a fixture server on 127.0.0.1; tb.Cleanup closes it and
+// every MCP session a client left open.
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
-	h, counters := NewHandler(opts)
+	h, counters, server := newHandler(opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	ts := httptest.NewServer(mux)
-	tb.Cleanup(ts.Close)
+	tb.Cleanup(func() {
+		ts.Close()
+		for ss := range server.Sessions() {
+			ss.Close()
+		}
+	})
 	client, err := LoopbackClient(ts.URL, 30*time.Second)
 	if err != nil {
 		tb.Fatal(err)
