@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+)
+
+// Formats of the hostile tools/list answer.
+const (
+	FormatJSON = "application/json"  // one JSON body
+	FormatSSE  = "text/event-stream" // one SSE event carrying the JSON
+)
+
+// Formats lists both.
+var Formats = []string{FormatJSON, FormatSSE}
+
+// AttackBytes is the size of the hostile answer: 1 GiB.
+const AttackBytes = 1 << 30
+
+// HostileHandler serves the stateless mcptest fixture, except that every
+// tools/list is answered with a well-formed result of exactly size bytes on
+// the wire (chunked, no Content-Length): one tool whose description fills
+// the rest, in format. It stops writing when the client goes away.
+func HostileHandler(format string, size int64) http.Handler {
+	fixture, _ := mcptest.NewHandler(mcptest.Options{Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			fixture.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/list" || len(msg.ID) == 0 {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fixture.ServeHTTP(w, r)
+			return
+		}
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"},"description":"`, msg.ID)
+		tail := `"}]}}`
+		if format == FormatSSE {
+			head = "event: message\ndata: " + head
+			tail += "\n\n"
+		}
+		w.Header().Set("Content-Type", format)
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, head); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("x", 256<<10))
+		for left := size - int64(len(head)+len(tail)); left > 0; {
+			n := min(left, int64(len(chunk)))
+			if _, err := w.Write(chunk[:n]); err != nil {
+				return
+			}
+			left -= n
+		}
+		_, _ = io.WriteString(w, tail)
+	})
+}

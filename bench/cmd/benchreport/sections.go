@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mcpfn/mcpfn/bench"
+	"github.com/mcpfn/mcpfn/bench/item"
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/rietest"
+)
+
+var sections = []section{
+	{id: "overhead", num: 1, title: "Overhead per work item: shared/mcp vs raw go-sdk", run: overhead},
+	{id: "roundtrips", num: 2, title: "HTTP round trips per work item", run: roundTrips},
+	{id: "memory", num: 3, title: "Memory under a hostile 1 GiB tools/list answer", run: memory},
+	{id: "overshoot", num: 4, title: "Deadline overshoot against a server that never answers", run: overshoot},
+	{id: "coldstart", num: 5, title: "Cold start under the Lambda RIE", run: coldStart},
+	{id: "batch", num: 6, title: "SQS batch concurrency", run: batch},
+	{id: "store", num: 7, title: "Catalog store cost in DynamoDB requests", run: store},
+}
+
+func sectionIDs() []string {
+	var ids []string
+	for _, s := range sections {
+		ids = append(ids, s.id)
+	}
+	return ids
+}
+
+// 1. Overhead.
+
+const allocBench = "BenchmarkItem"
+
+func overhead(ctx context.Context, e *env) (result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.Command(self, "-"+serveFixtures)
+	cmd.Stderr = os.Stderr
+	fx, err := bench.StartFixtures(cmd)
+	if err != nil {
+		return result{}, err
+	}
+	defer fx.Stop()
+	samples, err := bench.Overhead(ctx, fx.URL, e.opts.items, e.opts.warmup)
+	if err != nil {
+		return result{}, err
+	}
+	allocs, allocErr := benchAllocs(ctx, e.opts.items)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "One work item: connect, list the %d-tool catalog (mcptest's tools plus filler tools with realistic schemas, one page), "+
+		"call `echo`, close. The fixtures are go-sdk v1.8.0 handlers in a child process on loopback; both clients share one guarded "+
+		"HTTP client. The raw anchor is `sdk.NewClient` + `StreamableClientTransport{DisableStandaloneSSE: true}` per item. "+
+		"%d timed items per era and client after %d untimed ones, interleaved (each round runs every era and client once, "+
+		"the client order alternating). Ratio = ours ÷ go-sdk. Allocations come from a separate `testing.B` run "+
+		"(`-benchmem`, %d items), which counts the client process only.\n\n", bench.CatalogTools, e.opts.items, e.opts.warmup, e.opts.items)
+	b.WriteString("| era | client | items | median | p95 | ratio (median) | ratio (p95) | allocs/item | bytes/item | command |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, era := range bench.Eras {
+		sdk := bench.Summarize(samples[era][item.SDK])
+		for _, c := range item.Clients {
+			s := bench.Summarize(samples[era][c])
+			name := allocBench + "/" + era + "/" + benchName[c]
+			a, ok := allocs[name]
+			allocCell, bytesCell := "—", "—"
+			if ok {
+				allocCell, bytesCell = strconv.FormatInt(a.allocs, 10), bytesString(a.bytes)
+			}
+			fmt.Fprintf(&b, "| %s (%s) | %s | %d | %s | %s | %.3f | %.3f | %s | %s | %s<br>`go test -run '^$' -bench '^%s$/^%s$/^%s$' -benchmem -benchtime %dx ./bench` |\n",
+				era, bench.EraVersion[era], c, s.N, ms(s.Median), ms(s.P95),
+				bench.Ratio(s.Median, sdk.Median), bench.Ratio(s.P95, sdk.P95),
+				allocCell, bytesCell, command("overhead"), allocBench, era, benchName[c], e.opts.items)
+		}
+		ours := bench.Summarize(samples[era][item.Ours])
+		r := bench.Ratio(ours.Median, sdk.Median)
+		sum = append(sum, summary{
+			what:     fmt.Sprintf("overhead, %s era: median time per item, ours ÷ go-sdk", era),
+			target:   "≤ 1.05",
+			measured: fmt.Sprintf("%.3f (%s vs %s; p95 ratio %.3f)", r, ms(ours.Median), ms(sdk.Median), bench.Ratio(ours.P95, sdk.P95)),
+			met:      verdictOf(r <= 1.05),
+		})
+		ao, aok := allocs[allocBench+"/"+era+"/"+benchName[item.Ours]]
+		as, sok := allocs[allocBench+"/"+era+"/"+benchName[item.SDK]]
+		if aok && sok {
+			sum = append(sum, summary{
+				what:     fmt.Sprintf("overhead, %s era: allocations per item, ours vs go-sdk", era),
+				measured: fmt.Sprintf("%d vs %d (%.2f×); %s vs %s", ao.allocs, as.allocs, float64(ao.allocs)/float64(as.allocs), bytesString(ao.bytes), bytesString(as.bytes)),
+			})
+		}
+	}
+	b.WriteString("\n")
+	if allocErr != nil {
+		fmt.Fprintf(&b, "Allocations not measured: `%s`\n\n", oneLine(allocErr.Error(), 400))
+	}
+	return result{summary: sum, body: b.String()}, allocErr
+}
+
+var benchName = map[item.Client]string{item.Ours: "shared-mcp", item.SDK: "go-sdk"}
+
+type allocStat struct{ allocs, bytes int64 }
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+[\d.]+ ns/op\s+(\d+) B/op\s+(\d+) allocs/op`)
+
+// benchAllocs runs BenchmarkItem with -benchmem and returns B/op and
+// allocs/op by benchmark name (without the -GOMAXPROCS suffix).
+func benchAllocs(ctx context.Context, items int) (map[string]allocStat, error) {
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^"+allocBench+"$",
+		"-benchmem", "-benchtime", fmt.Sprintf("%dx", items), "-count", "1", "./bench")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("go test -bench %s: %w\n%s", allocBench, err, out)
+	}
+	stats := map[string]allocStat{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		bytesPer, _ := strconv.ParseInt(m[2], 10, 64)
+		allocs, _ := strconv.ParseInt(m[3], 10, 64)
+		stats[m[1]] = allocStat{allocs: allocs, bytes: bytesPer}
+	}
+	if len(stats) != len(bench.Eras)*len(item.Clients) {
+		return stats, fmt.Errorf("go test -bench %s printed %d results, want %d:\n%s", allocBench, len(stats), len(bench.Eras)*len(item.Clients), out)
+	}
+	return stats, nil
+}
+
+// 2. Round trips.
+
+func roundTrips(ctx context.Context, e *env) (result, error) {
+	var b strings.Builder
+	b.WriteString("HTTP requests the server received during each step of one work item (connect, list, call `echo`, close), " +
+		"against an in-process go-sdk v1.8.0 fixture. The hint is `Config.ProtocolVersion` set to the version the era negotiates; " +
+		"the raw go-sdk client has no hint.\n\n")
+	b.WriteString("| era | client | hint | connect | list | call | close | total | target | command |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, c := range bench.RoundTripCases() {
+		rt, err := bench.CountRoundTrips(ctx, c)
+		if err != nil {
+			return result{body: b.String(), summary: sum}, err
+		}
+		target, want := "—", -1
+		switch {
+		case c.Client == item.Ours && c.Era == bench.Stateless:
+			target, want = "3 (discover, list, call)", 3
+		case c.Client == item.Ours && c.Era == bench.Legacy && c.Hint != "":
+			target, want = "4 + DELETE", 5
+		}
+		cells := []string{}
+		for _, step := range item.Steps {
+			m := rt.Steps[step]
+			cell := strconv.Itoa(len(m))
+			if len(m) > 0 {
+				cell += ": " + strings.Join(m, ", ")
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", c.Era, c.Client, orDash(c.Hint), strings.Join(cells, " | "), rt.Total(), target, command("roundtrips"))
+		if want >= 0 {
+			hint := "no hint"
+			if c.Hint != "" {
+				hint = "hint " + c.Hint
+			}
+			sum = append(sum, summary{
+				what:     fmt.Sprintf("round trips, %s era, ours with %s", c.Era, hint),
+				target:   target,
+				measured: fmt.Sprintf("%d (connect %d, list %d, call %d, close %d)", rt.Total(), len(rt.Steps[item.StepConnect]), len(rt.Steps[item.StepList]), len(rt.Steps[item.StepCall]), len(rt.Steps[item.StepClose])),
+				met:      verdictOf(rt.Total() == want),
+			})
+		}
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+// 3. Memory under attack.
+
+func memory(ctx context.Context, e *env) (result, error) {
+	if _, err := os.Stat(bench.TimeCommand); err != nil {
+		return result{}, fmt.Errorf("%s is missing (apt-get install time; make bench installs it): %w", bench.TimeCommand, err)
+	}
+	child, err := e.buildTool(ctx, "./bench/cmd/memchild")
+	if err != nil {
+		return result{}, err
+	}
+	cfg := bench.MemoryConfig{Child: child, Size: bench.AttackBytes, RSSCap: e.opts.rssCap, Timeout: e.opts.attackTimeout}
+	var b strings.Builder
+	fmt.Fprintf(&b, "A hostile server completes the handshake (stateless go-sdk fixture) and answers `tools/list` with one well-formed tool "+
+		"whose description makes the answer exactly 1 GiB, chunked (no Content-Length), as an `application/json` body or as one SSE event. "+
+		"Each client runs in its own child process (`bench/cmd/memchild`: connect, list, close) under `%s -v`; peak RSS is its "+
+		"\"Maximum resident set size\", peak heap the child's own sample of live heap objects every 2 ms (`runtime/metrics`). "+
+		"A child is killed when its RSS passes %s or it runs for %s; its peaks are then lower bounds (\"≥\"). "+
+		"The raw anchor is go-sdk's client with `MaxEventSize` left zero, which on the streamable transport means no cap.\n\n",
+		bench.TimeCommand, bytesString(cfg.RSSCap), cfg.Timeout)
+	b.WriteString("| answer | client | outcome | time to return | peak RSS | peak heap | command |\n|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, format := range bench.Formats {
+		var ours bench.MemoryResult
+		for _, c := range item.Clients {
+			r, err := bench.MemoryUnderAttack(ctx, cfg, c, format)
+			if err != nil {
+				return result{body: b.String(), summary: sum}, err
+			}
+			ge := ""
+			if r.Aborted {
+				ge = "≥ "
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s%s | %s%s | %s |\n", format, c, oneLine(r.Outcome, 160), ms(r.Elapsed),
+				ge, bytesString(r.PeakRSS), ge, bytesString(r.PeakHeap), command("memory"))
+			if c == item.Ours {
+				ours = r
+				continue
+			}
+			sum = append(sum, summary{
+				what:   "memory, 1 GiB " + format + " answer: peak RSS, ours vs go-sdk",
+				target: "ours < 64 MiB, failing fast",
+				measured: fmt.Sprintf("%s in %s vs %s%s (%s)", bytesString(ours.PeakRSS), ms(ours.Elapsed), ge, bytesString(r.PeakRSS),
+					oneLine(firstClause(r.Outcome), 80)),
+				met: verdictOf(ours.PeakRSS < 64<<20 && ours.Outcome != "ok" && ours.Elapsed < 5*time.Second),
+			})
+		}
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+func firstClause(s string) string {
+	if s == "ok" {
+		return "listed it"
+	}
+	if strings.HasPrefix(s, "killed") {
+		return s
+	}
+	return "failed"
+}
+
+// 4. Deadline overshoot.
+
+func overshoot(ctx context.Context, e *env) (result, error) {
+	reps := e.opts.overshootReps
+	var b strings.Builder
+	fmt.Fprintf(&b, "`Connect` against a TCP listener that accepts and never reads; `ListTools` and `CallTool` on a connected "+
+		"session (legacy fixture) whose server never answers that method; `Close` while the session-ending DELETE is never answered. "+
+		"Each operation gets a %s deadline; the sample is the time from the deadline to the return (for `Close`, its duration: it "+
+		"takes no context). %d repetitions per operation and client; median and max.\n\n", bench.OvershootDeadline, reps)
+	b.WriteString("| operation | shared/mcp median | shared/mcp max | go-sdk median | go-sdk max | target (ours) | command |\n|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, op := range bench.Ops {
+		got := map[item.Client]bench.Summary{}
+		for _, c := range item.Clients {
+			d, err := bench.Overshoot(ctx, c, op, reps)
+			if err != nil {
+				return result{body: b.String(), summary: sum}, err
+			}
+			got[c] = bench.Summarize(d)
+		}
+		o, s := got[item.Ours], got[item.SDK]
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | ≤ 1 s | %s |\n", op, ms(o.Median), ms(o.Max), ms(s.Median), ms(s.Max), command("overshoot"))
+		what := "overshoot past the deadline: " + op
+		if op == bench.OpClose {
+			what = "duration of Close, DELETE never answered"
+		}
+		sum = append(sum, summary{
+			what:     what + ", ours (go-sdk)",
+			target:   "≤ 1 s",
+			measured: fmt.Sprintf("max %s (go-sdk max %s)", ms(o.Max), ms(s.Max)),
+			met:      verdictOf(o.Max <= time.Second),
+		})
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+// 5. Cold start.
+
+type function struct {
+	name, pkg string
+	inv       func(url string) bench.Invocation
+}
+
+func coldStart(ctx context.Context, e *env) (result, error) {
+	rie, err := rietest.FindRIE()
+	if err != nil {
+		return result{}, err
+	}
+	h, _ := mcptest.NewHandler(bench.FixtureOptions(bench.Stateless))
+	srv, err := serveMux(h)
+	if err != nil {
+		return result{}, err
+	}
+	defer srv.Close()
+	catalogDir := filepath.Join(e.tmp, "catalog-coldstart")
+	envFor := func(url string) []string {
+		return []string{"MCPFN_EGRESS_ALLOW=" + bench.AllowEntry(url), "MCPFN_CATALOG_DIR=" + catalogDir}
+	}
+	functions := []function{
+		{"hellolambda (anchor)", "./bench/cmd/hellolambda", func(string) bench.Invocation {
+			return bench.Invocation{Event: []byte(`{}`)}
+		}},
+		{"discover", "./functions/discover", func(url string) bench.Invocation {
+			ev, _ := json.Marshal(map[string]string{"catalog_id": "bench-coldstart", "server_url": url})
+			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("tool_count", float64(bench.CatalogTools))}
+		}},
+		{"call", "./functions/call", func(url string) bench.Invocation {
+			ev, _ := json.Marshal(map[string]any{"server_url": url, "tool_name": "echo", "arguments": map[string]string{"text": "hello"}})
+			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("is_error", false)}
+		}},
+	}
+	host := runtime.GOARCH
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sizes: `CGO_ENABLED=0 GOOS=linux GOARCH=<arch> go build %s -o bootstrap <pkg>` (the deployment build of mk/run.mk). "+
+		"Cold start: time from exec of `aws-lambda-rie` (both address flags on loopback) serving the %s binary to the answer of the first "+
+		"invocation, which the test sends in a loop until the emulator accepts it; warm: the second invocation on the same process. "+
+		"%d runs per function, round-robin across functions. The first invocation is a real work item against a local stateless "+
+		"go-sdk fixture (discover: list %d tools and store them in a directory catalog; call: `echo`); the anchor answers `{}`.\n\n",
+		strings.Join(quoteFlags(bench.BuildFlags), " "), host, e.opts.coldStarts, bench.CatalogTools)
+	b.WriteString("| function | bootstrap arm64 | bootstrap " + host + " | exec → first answer, median | p95 | warm invocation, median | cold − anchor cold (median) | command |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+
+	type built struct {
+		arm, hostSize int64
+		path          string
+		cold, warm    []time.Duration
+	}
+	bins := make([]built, len(functions))
+	for i, f := range functions {
+		_, arm, err := e.build(ctx, f.pkg, "arm64")
+		if err != nil {
+			return result{}, err
+		}
+		p, hs, err := e.build(ctx, f.pkg, host)
+		if err != nil {
+			return result{}, err
+		}
+		bins[i] = built{arm: arm, hostSize: hs, path: p}
+	}
+	url := srv.URL + "/mcp"
+	for range e.opts.coldStarts {
+		for i, f := range functions {
+			inv := f.inv(url)
+			inv.Bootstrap = bins[i].path
+			cold, warm, err := bench.ColdStart(ctx, rie, inv)
+			if err != nil {
+				return result{}, fmt.Errorf("%s: %w", f.name, err)
+			}
+			bins[i].cold = append(bins[i].cold, cold)
+			bins[i].warm = append(bins[i].warm, warm)
+		}
+	}
+	anchor := bench.Summarize(bins[0].cold)
+	var sum []summary
+	for i, f := range functions {
+		c, w := bench.Summarize(bins[i].cold), bench.Summarize(bins[i].warm)
+		diff := "—"
+		if i > 0 {
+			diff = "+" + ms(c.Median-anchor.Median)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.name, bytesString(bins[i].arm), bytesString(bins[i].hostSize),
+			ms(c.Median), ms(c.P95), ms(w.Median), diff, command("coldstart"))
+		if i > 0 {
+			sum = append(sum, summary{
+				what: "cold start, " + f.name + ": stripped arm64 bootstrap; exec → first answer (median of " + strconv.Itoa(c.N) + ")",
+				measured: fmt.Sprintf("%s; %s (anchor %s, %s)", bytesString(bins[i].arm), ms(c.Median),
+					bytesString(bins[0].arm), ms(anchor.Median)),
+			})
+		}
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+func quoteFlags(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		if strings.Contains(f, " ") {
+			k, v, _ := strings.Cut(f, "=")
+			f = k + "='" + v + "'"
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// wantJSONField checks that the answer's top-level field has value want.
+func wantJSONField(field string, want any) func([]byte) error {
+	return func(answer []byte) error {
+		var m map[string]any
+		if err := json.Unmarshal(answer, &m); err != nil {
+			return fmt.Errorf("answer %.200s: %w", answer, err)
+		}
+		if got := m[field]; got != want {
+			return fmt.Errorf("answer %.300s: %s = %v, want %v", answer, field, got, want)
+		}
+		return nil
+	}
+}
+
+// 6. Batch concurrency.
+
+func batch(ctx context.Context, e *env) (result, error) {
+	discover, _, err := e.build(ctx, "./functions/discover", runtime.GOARCH)
+	if err != nil {
+		return result{}, err
+	}
+	urls, allow, stop, err := bench.SlowServers(bench.BatchSize, bench.SlowListing)
+	if err != nil {
+		return result{}, err
+	}
+	defer stop()
+	event, err := bench.DiscoverBatch(urls)
+	if err != nil {
+		return result{}, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "One SQS event of %d discover records, each for its own stateless go-sdk fixture server whose `tools/list` "+
+		"answers after %s, sent to the discover bootstrap under the RIE (directory catalog). Wall: the invocation's round trip; "+
+		"items: each work item's `duration_ms` from its summary log line. The anchor is the same batch with "+
+		"`MCPFN_BATCH_CONCURRENCY=1`. Each RIE first gets one invalid event, so that init is not in the wall time.\n\n", bench.BatchSize, bench.SlowListing)
+	b.WriteString("| MCPFN_BATCH_CONCURRENCY | records | wall | sum of items | longest item | wall ÷ sum | wall ÷ longest | command |\n|---|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, conc := range []int{bench.BatchSize, 1} {
+		f, err := rietest.Start(rietest.Config{
+			Bootstrap: discover,
+			Name:      "discover",
+			Timeout:   60 * time.Second,
+			Env: []string{
+				"MCPFN_EGRESS_ALLOW=" + strings.Join(allow, ","),
+				"MCPFN_CATALOG_DIR=" + filepath.Join(e.tmp, "catalog-batch"),
+				"MCPFN_BATCH_CONCURRENCY=" + strconv.Itoa(conc),
+			},
+		})
+		if err != nil {
+			return result{}, err
+		}
+		_, _ = f.Invoke(ctx, []byte(`{}`)) // init; answered with invalid_request_error
+		r, err := bench.RunBatch(ctx, f, event, conc, bench.BatchSize)
+		stopErr := f.Stop()
+		if err != nil {
+			return result{body: b.String(), summary: sum}, err
+		}
+		if stopErr != nil {
+			return result{}, stopErr
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %.2f | %.2f | %s |\n", conc, len(r.Items), ms(r.Wall), ms(r.Sum()), ms(r.Longest()),
+			bench.Ratio(r.Wall, r.Sum()), bench.Ratio(r.Wall, r.Longest()), command("batch"))
+		if conc == bench.BatchSize {
+			ratio := bench.Ratio(r.Wall, r.Longest())
+			sum = append(sum, summary{
+				what:     fmt.Sprintf("batch of %d discover records, servers taking %s: wall vs longest item and sum", bench.BatchSize, bench.SlowListing),
+				target:   "close to the longest item (≤ 1.5×), not the sum",
+				measured: fmt.Sprintf("wall %s; longest %s (%.2f×); sum %s", ms(r.Wall), ms(r.Longest()), ratio, ms(r.Sum())),
+				met:      verdictOf(ratio <= 1.5),
+			})
+		}
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+// 7. Store cost.
+
+func store(ctx context.Context, e *env) (result, error) {
+	m, err := awstest.Start()
+	if err != nil {
+		return result{}, err
+	}
+	defer m.Stop()
+	cases, err := bench.StoreCost(ctx, dynamodb.NewFromConfig(m.Config(ctx)))
+	if err != nil {
+		return result{}, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "`catalog.NewDynamo` over a counting wrapper of its `DynamoAPI`, against moto on loopback (a fresh table). "+
+		"The catalog is %d tools with mid-sized schemas; the third Put changes one description. Items written counts every put "+
+		"and delete inside BatchWriteItem plus one per UpdateItem.\n\n", bench.StoreTools)
+	b.WriteString("| Put | GetItem | Query | UpdateItem | BatchWriteItem | requests | write requests | items written | outcome | command |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for i, c := range cases {
+		r := c.Counts.Requests
+		outcome := "new version"
+		if c.Result.Unchanged {
+			outcome = "unchanged"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %s, %d tools | %s |\n", c.Name, r["GetItem"], r["Query"], r["UpdateItem"],
+			r["BatchWriteItem"], c.Counts.Total(), c.Counts.Writes(), c.Counts.ItemsWritten, outcome, c.Result.ToolCount, command("store"))
+		s := summary{what: "store cost: " + c.Name, measured: fmt.Sprintf("%d requests, %d writes, %d items written", c.Counts.Total(), c.Counts.Writes(), c.Counts.ItemsWritten)}
+		if i == 1 {
+			s.target = "1 write"
+			s.met = verdictOf(c.Counts.Writes() == 1 && c.Result.Unchanged)
+		}
+		sum = append(sum, s)
+	}
+	b.WriteString("\n")
+	return result{summary: sum, body: b.String()}, nil
+}
+
+// serveMux serves h at /mcp on a loopback port.
+func serveMux(h http.Handler) (*bench.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	return bench.Serve(mux)
+}
