@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,5 +61,30 @@ func TestRunShowsCatalogAndToolResult(t *testing.T) {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("RIE pid %d still exists after run (kill 0: %v)", pid, err)
 		}
+	}
+}
+
+// TestStoreFallsBackToTheDirectoryWithoutMoto: on a machine without moto
+// (here: no python on PATH) the run uses the embedded directory store.
+func TestStoreFallsBackToTheDirectoryWithoutMoto(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var progress bytes.Buffer
+	s := &stack{dir: t.TempDir()}
+	t.Cleanup(func() { s.close() })
+	env, err := s.startStore(t.Context(), stackConfig{store: "auto", progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.moto != nil || !strings.Contains(s.storeDesc, "embedded directory store") {
+		t.Errorf("store %q, want the directory store", s.storeDesc)
+	}
+	if !strings.Contains(progress.String(), "moto is not available") {
+		t.Errorf("no note about moto in %q", &progress)
+	}
+	if !slices.Contains(env, "AWS_ENDPOINT_URL="+unreachable) {
+		t.Errorf("environment %q does not keep AWS requests on loopback", env)
+	}
+	if _, err := s.startStore(t.Context(), stackConfig{store: "moto", progress: &progress}); err == nil {
+		t.Error("-store moto without moto succeeded")
 	}
 }
