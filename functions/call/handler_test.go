@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -16,6 +19,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work"
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
@@ -364,6 +368,27 @@ func TestCallUsesItsBudget(t *testing.T) {
 		}
 		if got, want := time.Until(deadline), 25*time.Second; got != want {
 			t.Errorf("operation budget %s, want %s (30 s to the deadline less the 5 s reserve)", got, want)
+		}
+	})
+}
+
+// FuzzRequest: no request body panics the call function, and every failure
+// is one of the wire types.
+func FuzzRequest(f *testing.F) {
+	files, _ := filepath.Glob("../../events/call-*.json")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"t","arguments":null,"vault_ids":null}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		e := newEnv(t)
+		got := e.invoke(t, payload)
+		if got.Error != nil && !slices.Contains(work.ErrorTypes, work.ErrorType(got.Error.Type)) {
+			t.Errorf("error %+v is not a wire error", got.Error)
 		}
 	})
 }
