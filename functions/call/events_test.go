@@ -70,7 +70,8 @@ func (s *fakeServer) connect(_ context.Context, cfg mcp.Config) (Conn, error) {
 }
 
 // fakeCatalog holds tool names by catalog id, each catalog at version
-// <id>-v1 with protocol version 2025-11-25.
+// <id>-v1 with protocol version 2025-11-25; nil names mean only failures
+// were recorded.
 type fakeCatalog struct {
 	tools map[string][]string
 	fail  error
@@ -81,8 +82,11 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 		return catalog.Membership{}, c.fail
 	}
 	names, ok := c.tools[id]
-	if !ok {
+	switch {
+	case !ok:
 		return catalog.Membership{}, catalog.ErrNotFound
+	case names == nil: // only failed discoveries recorded
+		return catalog.Membership{}, nil
 	}
 	return catalog.Membership{Found: slices.Contains(names, tool), Version: id + "-v1", ProtocolVersion: "2025-11-25"}, nil
 }
@@ -105,7 +109,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{
 		server:  &fakeServer{stats: mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 3, ResponseBytes: 412}},
-		catalog: &fakeCatalog{tools: map[string][]string{"example": {"current_time", "calculate", "word_stats"}}},
+		catalog: &fakeCatalog{tools: map[string][]string{"example": {"current_time", "calculate", "word_stats"}, "failed": nil}},
 		ledger:  ledger.NewMemory(5 * time.Minute),
 		secrets: &vaulttest.Secrets{},
 		tasks:   &worktest.Tasks{},

@@ -173,6 +173,8 @@ func (h *Handler) member(ctx context.Context, it *work.Item, req Request) (strin
 		return "", work.Errorf(work.InvalidRequest, err, "catalog_id")
 	case err != nil:
 		return "", work.Errorf(work.Internal, err, "the catalog store failed")
+	case m.Version == "":
+		return "", work.Errorf(work.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
 	case !m.Found:
 		return "", work.Errorf(work.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}

@@ -63,6 +63,7 @@ func TestValidation(t *testing.T) {
 		{"userinfo in the URL", request(map[string]any{"server_url": "https://u:p@mcp.example.com/mcp"}), "server_url: guard: bad server URL: https://mcp.example.com/mcp: userinfo not allowed; put credentials in the vault"},
 		{"unknown field", []byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"x","input":{}}`), `unknown field "input"`},
 		{"catalog not discovered", request(map[string]any{"catalog_id": "elsewhere"}), `tool "calculate" cannot be checked: catalog "elsewhere" has not been discovered`},
+		{"catalog with failures only", request(map[string]any{"catalog_id": "failed"}), `tool "calculate" cannot be checked: catalog "failed" has no stored tools (its discoveries failed)`},
 		{"tool not in catalog", request(map[string]any{"catalog_id": "example", "tool_name": "drop_tables"}), `tool "drop_tables" is not in catalog "example" (version example-v1)`},
 	}
 	for _, tt := range tests {

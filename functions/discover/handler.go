@@ -110,21 +110,22 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 		return nil, err
 	}
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
-	u, err := work.CheckServerURL(req.ServerURL, h.Policy)
-	if err == nil {
-		it.SetServer(u)
-		var res *Result
-		if res, err = h.discover(ctx, it, req, start); err == nil {
-			return res, nil
+	res, err := h.discover(ctx, it, req, start)
+	if err != nil {
+		if malformedURL := work.TypeOf(err) == work.InvalidRequest && errors.Is(err, guard.ErrBadURL); !malformedURL {
+			h.recordFailure(ctx, it, req.CatalogID, err)
 		}
+		return nil, err
 	}
-	if work.TypeOf(err) != work.InvalidRequest || !errors.Is(err, guard.ErrBadURL) {
-		h.recordFailure(ctx, it, req.CatalogID, err)
-	}
-	return nil, err
+	return res, nil
 }
 
 func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, start time.Time) (*Result, error) {
+	u, err := work.CheckServerURL(req.ServerURL, h.Policy)
+	if err != nil {
+		return nil, err
+	}
+	it.SetServer(u)
 	token, err := work.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, err
