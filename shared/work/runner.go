@@ -69,6 +69,9 @@ const (
 // Config configures a Runner. Zero fields take the defaults above; a nil
 // Logger is slog.Default(), nil Metrics is os.Stdout, nil Now is time.Now.
 //   - Function names the function in logs and metrics ("discover", "call").
+//   - A work item's budget is min(OperationTimeout, deadline − now −
+//     Reserve) when it starts; below MinBudget it is not started.
+//   - Concurrency bounds the records of a batch running at once.
 //   - DLQURL, when set, receives permanently failed records without a task
 //     token through Queue; when empty they are reported as batch item
 //     failures so the queue's redrive policy moves them.
