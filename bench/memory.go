@@ -114,7 +114,17 @@ watch:
 	if res.PeakRSS, err = maxRSS(report); err != nil {
 		return res, err
 	}
-	sc := bufio.NewScanner(&stdout)
+	if !parseChild(stdout.Bytes(), &res) {
+		return res, fmt.Errorf("bench: memchild reported no outcome (%v): %s", waitErr, stdout.Bytes())
+	}
+	return res, nil
+}
+
+// parseChild reads memchild's lines into res: the last "heap" line's peak,
+// overridden by the "done" line's elapsed time, peak and outcome. It
+// reports whether a "done" line or an earlier outcome was there.
+func parseChild(out []byte, res *MemoryResult) bool {
+	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		f := strings.SplitN(sc.Text(), " ", 4)
@@ -128,10 +138,7 @@ watch:
 			res.Outcome = f[3]
 		}
 	}
-	if res.Outcome == "" {
-		return res, fmt.Errorf("bench: memchild reported no outcome (%v): %s", waitErr, stdout.Bytes())
-	}
-	return res, nil
+	return res.Outcome != ""
 }
 
 // maxRSS reads GNU time's "Maximum resident set size (kbytes)" in bytes.

@@ -129,6 +129,16 @@ func benchAllocs(ctx context.Context, items int) (map[string]allocStat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go test -bench %s: %w\n%s", allocBench, err, out)
 	}
+	stats := parseBenchmem(out)
+	if len(stats) != len(bench.Eras)*len(item.Clients) {
+		return stats, fmt.Errorf("go test -bench %s printed %d results, want %d:\n%s", allocBench, len(stats), len(bench.Eras)*len(item.Clients), out)
+	}
+	return stats, nil
+}
+
+// parseBenchmem returns B/op and allocs/op by benchmark name (without the
+// -GOMAXPROCS suffix) from go test -benchmem output.
+func parseBenchmem(out []byte) map[string]allocStat {
 	stats := map[string]allocStat{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -140,10 +150,7 @@ func benchAllocs(ctx context.Context, items int) (map[string]allocStat, error) {
 		allocs, _ := strconv.ParseInt(m[3], 10, 64)
 		stats[m[1]] = allocStat{allocs: allocs, bytes: bytesPer}
 	}
-	if len(stats) != len(bench.Eras)*len(item.Clients) {
-		return stats, fmt.Errorf("go test -bench %s printed %d results, want %d:\n%s", allocBench, len(stats), len(bench.Eras)*len(item.Clients), out)
-	}
-	return stats, nil
+	return stats
 }
 
 // 2. Round trips.

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseBenchmem(t *testing.T) {
+	out := []byte(`goos: linux
+goarch: amd64
+pkg: github.com/mcpfn/mcpfn/bench
+cpu: AMD EPYC
+BenchmarkItem/legacy/shared-mcp-2         	     100	  12072874 ns/op	 3020665 B/op	   11840 allocs/op
+BenchmarkItem/stateless/go-sdk            	     300	   7745667 ns/op	 2479523 B/op	    4830 allocs/op
+BenchmarkOther-2   	 100	  12 ns/op
+PASS
+`)
+	want := map[string]allocStat{
+		"BenchmarkItem/legacy/shared-mcp": {allocs: 11840, bytes: 3020665},
+		"BenchmarkItem/stateless/go-sdk":  {allocs: 4830, bytes: 2479523},
+	}
+	if diff := cmp.Diff(want, parseBenchmem(out), cmp.AllowUnexported(allocStat{})); diff != "" {
+		t.Errorf("parseBenchmem (-want +got):\n%s", diff)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, tc := range []struct{ name, got, want string }{
+		{"sub-millisecond", ms(530 * time.Microsecond), "0.53 ms"},
+		{"milliseconds", ms(41160 * time.Microsecond), "41.16 ms"},
+		{"hundreds of ms", ms(1075 * time.Millisecond), "1075 ms"},
+		{"seconds", ms(30500 * time.Millisecond), "30.5 s"},
+		{"KiB", bytesString(1536), "1.5 KiB"},
+		{"MiB", bytesString(27 << 20), "27.0 MiB"},
+		{"GiB", bytesString(6 << 30), "6.00 GiB"},
+		{"table cell", oneLine("a |\n`b`", 100), "a \\| 'b'"},
+		{"cut", oneLine("abcdef", 3), "abc…"},
+		{"quoted ldflags", quoteFlags([]string{"-trimpath", "-ldflags=-s -w"})[1], "-ldflags='-s -w'"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
