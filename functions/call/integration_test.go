@@ -318,9 +318,10 @@ func TestBatchOfTen(t *testing.T) {
 	}
 }
 
-// TestDeadlineTooShort: one record at a time, 2 s each, 8 s to the
-// deadline, a 1 s reserve and a 4 s minimum budget: the first two start
-// (the second by 3 s), the rest cannot and go back to the queue unstarted.
+// TestDeadlineTooShort: one record at a time, 2 s each, 8.9 s to the
+// deadline, a 1 s reserve and a 4 s minimum budget, so a record must start
+// within 3.9 s: the second starts at about 2 s, the third not before 4 s
+// (two 2 s tools ran), so it and the fourth go back to the queue unstarted.
 func TestDeadlineTooShort(t *testing.T) {
 	s := newStack(t, func(c *work.Config) {
 		c.Concurrency, c.Reserve, c.MinBudget = 1, time.Second, 4*time.Second
@@ -330,7 +331,7 @@ func TestDeadlineTooShort(t *testing.T) {
 	for i := range 4 {
 		bodies = append(bodies, callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 2000}, "tool_use_id": fmt.Sprintf("toolu_slow%d", i)}))
 	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8*time.Second)
+	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8900*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 		}
 	})
 	t.Run("racing deliveries of one tool use", func(t *testing.T) {
-		body := callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 1500}, "tool_use_id": "toolu_race"})
+		body := callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 3000}, "tool_use_id": "toolu_race"})
 		var wg sync.WaitGroup
 		results := make([]any, 2)
 		errs := make([]error, 2)
