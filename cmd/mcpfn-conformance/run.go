@@ -116,8 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, w io.Wr
 	return exitOK
 }
 
-// runScenario connects, lists, makes the planned calls and closes. Every
-// failure ends the scenario; a result with isError is a result.
+// runScenario connects, lists, makes the planned calls and closes. A failed
+// connect or listing ends the scenario, and so does a failed call unless the
+// plan allows it; a result with isError is a result.
 func runScenario(ctx context.Context, cfg mcp.Config, p plan, scenarioCtx json.RawMessage, w io.Writer) (err error) {
 	conn, err := mcp.Connect(ctx, cfg)
 	if err != nil {
