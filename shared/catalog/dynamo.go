@@ -2,12 +2,14 @@ package catalog
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +42,7 @@ const (
 	attrToolCount     = "tool_count"
 	attrRefusedCount  = "refused_count"
 	attrToolsExpire   = "tools_expire_at"
+	attrShards        = "shards"
 	attrNameIndex     = "name_index"
 	attrFailure       = "last_failure"
 	attrErrorType     = "error_type"
@@ -65,6 +68,13 @@ const (
 // maxRounds bounds the conditional writes one call makes while other
 // writers keep changing the head.
 const maxRounds = 32
+
+// A version's items are spread over partitions of about shardBytes each,
+// so one Query page reads a partition, and at most maxShards of them.
+const (
+	shardBytes = 768 << 10
+	maxShards  = 64
+)
 
 // Dynamo is a Store in one DynamoDB table laid out as docs/catalog.md
 // describes. It is safe for concurrent use.
@@ -133,6 +143,7 @@ type head struct {
 	toolCount       int
 	refusedCount    int
 	toolsExpire     int64
+	shards          int
 	nameIndex       []byte
 	nameIndexStored bool
 	failure         *Failure
@@ -154,6 +165,7 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	p := prepare(id, d)
 	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
 	expires := now.Add(s.retention).Unix()
+	shards := shardCount(id, p)
 
 	h, err := s.head(ctx, id)
 	if err != nil {
@@ -161,11 +173,11 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	}
 	written := false
 	for range maxRounds {
-		old := h.version
+		old := h
 		switch {
 		case h.latest > p.key:
 			if written {
-				_ = s.deleteVersion(ctx, id, p.key) // TTL finishes an interrupted cleanup
+				s.dropVersion(ctx, id, p.key, shards)
 			}
 			res.Version, res.Superseded = h.version, true
 			return res, nil
@@ -180,17 +192,17 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 			}
 		default:
 			if !written {
-				if err := s.writeVersion(ctx, id, p.key, p, expires); err != nil {
+				if err := s.writeVersion(ctx, id, p.key, shards, p, expires); err != nil {
 					return PutResult{}, err
 				}
 				written = true
 			}
-			ok, err := s.flip(ctx, id, h, p, expires)
+			ok, err := s.flip(ctx, id, h, p, shards, expires)
 			if err != nil {
 				return PutResult{}, err
 			}
 			if ok {
-				s.dropVersion(ctx, id, old)
+				s.dropVersion(ctx, id, old.version, old.shards)
 				res.Version = p.key
 				return res, nil
 			}
@@ -199,7 +211,7 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 			return PutResult{}, err
 		}
 		if written && h.version == p.key { // our flip landed; its answer was lost
-			s.dropVersion(ctx, id, old)
+			s.dropVersion(ctx, id, old.version, old.shards)
 			res.Version = p.key
 			return res, nil
 		}
@@ -207,11 +219,23 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	return PutResult{}, fmt.Errorf("%w: catalog %q changed %d times during one put", ErrUnavailable, id, maxRounds)
 }
 
-// dropVersion deletes a superseded version's items, best effort: what an
+// shardCount is how many partitions p's items take.
+func shardCount(id string, p prepared) int {
+	total := 0
+	for _, e := range p.entries {
+		total += e.size
+	}
+	for _, r := range p.refused {
+		total += refusalItemSize(id, r)
+	}
+	return min(max(1, (total+shardBytes-1)/shardBytes), maxShards)
+}
+
+// dropVersion deletes a superseded version, best effort: what an
 // interruption leaves, TTL removes.
-func (s *Dynamo) dropVersion(ctx context.Context, id, version string) {
+func (s *Dynamo) dropVersion(ctx context.Context, id, version string, shards int) {
 	if version != "" {
-		_ = s.deleteVersion(ctx, id, version)
+		_ = s.deleteVersion(ctx, id, version, shards)
 	}
 }
 
@@ -228,7 +252,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	}
 	if h.toolsExpire-now.Unix() < int64(s.retention/2/time.Second) {
 		expires := now.Add(s.retention).Unix()
-		if err := s.writeVersion(ctx, id, h.version, p, expires); err != nil {
+		if err := s.writeVersion(ctx, id, h.version, h.shards, p, expires); err != nil {
 			return false, err
 		}
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
@@ -240,7 +264,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 
 // flip points the head at p's version if no later discovery is recorded
 // and the head still holds the version Put read.
-func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, expires int64) (bool, error) {
+func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards int, expires int64) (bool, error) {
 	var e expr
 	t := formatTime(p.started)
 	set := []string{
@@ -255,6 +279,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, expire
 		e.n(attrToolCount) + " = " + e.num("tc", int64(len(p.entries))),
 		e.n(attrRefusedCount) + " = " + e.num("rc", int64(len(p.refused))),
 		e.n(attrToolsExpire) + " = " + e.num("exp", expires),
+		e.n(attrShards) + " = " + e.num("shards", int64(shards)),
 	}
 	update := ""
 	if len(p.entries) <= s.nameIndexMax {
@@ -293,18 +318,19 @@ func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr
 	return err == nil, err
 }
 
-// writeVersion puts p's tool and refusal items under version.
-func (s *Dynamo) writeVersion(ctx context.Context, id, version string, p prepared, expires int64) error {
-	reqs := make([]types.WriteRequest, 0, len(p.entries)+len(p.refused))
+// writeVersion puts version's marker and its tool and refusal items,
+// spread over shards partitions.
+func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards int, p prepared, expires int64) error {
+	reqs := make([]types.WriteRequest, 0, 1+len(p.entries)+len(p.refused))
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
-	pk := &types.AttributeValueMemberS{Value: id}
+	marker := itemKey(id, markerSortKey(version))
+	marker[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(shards)}
+	marker[TTLAttribute] = exp
+	reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: marker}})
 	for _, e := range p.entries {
-		item := map[string]types.AttributeValue{
-			PartitionKey: pk,
-			SortKey:      &types.AttributeValueMemberS{Value: toolSortKey(version, e.hash[:])},
-			attrSeq:      &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)},
-			TTLAttribute: exp,
-		}
+		item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
+		item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
+		item[TTLAttribute] = exp
 		if e.zipped != nil {
 			item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
 		} else {
@@ -317,32 +343,35 @@ func (s *Dynamo) writeVersion(ctx context.Context, id, version string, p prepare
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 	}
 	for i, r := range p.refused {
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			PartitionKey: pk,
-			SortKey:      &types.AttributeValueMemberS{Value: refusalSortKey(version, i)},
-			attrSeq:      &types.AttributeValueMemberN{Value: strconv.Itoa(i)},
-			attrName:     &types.AttributeValueMemberS{Value: r.Name},
-			attrReason:   &types.AttributeValueMemberS{Value: r.Reason},
-			TTLAttribute: exp,
-		}}})
+		item := itemKey(versionPK(id, version, i%shards), refusalSortKey(i))
+		item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
+		item[attrName] = &types.AttributeValueMemberS{Value: r.Name}
+		item[attrReason] = &types.AttributeValueMemberS{Value: r.Reason}
+		item[TTLAttribute] = exp
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 	}
 	return s.batchWrite(ctx, reqs)
 }
 
-// deleteVersion deletes every item of version.
-func (s *Dynamo) deleteVersion(ctx context.Context, id, version string) error {
+// deleteVersion deletes every item of version, then its marker.
+func (s *Dynamo) deleteVersion(ctx context.Context, id, version string, shards int) error {
 	var reqs []types.WriteRequest
-	err := s.query(ctx, id, versionPrefix(version), true, func(item map[string]types.AttributeValue) error {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
-			PartitionKey: item[PartitionKey],
-			SortKey:      item[SortKey],
-		}}})
-		return nil
-	})
-	if err != nil {
+	for shard := range shards {
+		err := s.query(ctx, versionPK(id, version, shard), true, func(item map[string]types.AttributeValue) error {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
+				PartitionKey: item[PartitionKey],
+				SortKey:      item[SortKey],
+			}}})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.batchWrite(ctx, reqs); err != nil {
 		return err
 	}
-	return s.batchWrite(ctx, reqs)
+	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(version))}}})
 }
 
 // Get returns the current catalog of id. A version replaced while it is
@@ -366,23 +395,7 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 		if h.expired(s.now()) {
 			return nil, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
 		}
-		var tools []seqTool
-		var refused []seqRefusal
-		err = s.query(ctx, id, versionPrefix(h.version), false, func(item map[string]types.AttributeValue) error {
-			sk := stringAttr(item, SortKey)
-			seq, _ := strconv.Atoi(numberAttr(item, attrSeq))
-			switch {
-			case strings.HasPrefix(sk[len(versionPrefix(h.version)):], "t#"):
-				t, err := decodeToolItem(item)
-				if err != nil {
-					return fmt.Errorf("%s: %w", sk, err)
-				}
-				tools = append(tools, seqTool{seq, t})
-			default:
-				refused = append(refused, seqRefusal{seq, mcp.Refusal{Name: stringAttr(item, attrName), Reason: stringAttr(item, attrReason)}})
-			}
-			return nil
-		})
+		tools, refused, err := s.readVersion(ctx, id, h.version, h.shards)
 		if err != nil {
 			return nil, err
 		}
@@ -402,6 +415,37 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 		return c, nil
 	}
 	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
+}
+
+// readVersion reads every item of version, its shards in parallel.
+func (s *Dynamo) readVersion(ctx context.Context, id, version string, shards int) ([]seqTool, []seqRefusal, error) {
+	var (
+		mu      sync.Mutex
+		tools   []seqTool
+		refused []seqRefusal
+	)
+	err := parallel(ctx, shards, func(ctx context.Context, shard int) error {
+		return s.query(ctx, versionPK(id, version, shard), false, func(item map[string]types.AttributeValue) error {
+			sk := stringAttr(item, SortKey)
+			seq, _ := strconv.Atoi(numberAttr(item, attrSeq))
+			if strings.HasPrefix(sk, "t#") {
+				t, err := decodeToolItem(item)
+				if err != nil {
+					return fmt.Errorf("catalog: %q version %s item %s: %w", id, version, sk, err)
+				}
+				mu.Lock()
+				tools = append(tools, seqTool{seq, t})
+				mu.Unlock()
+			} else if strings.HasPrefix(sk, "r#") {
+				r := mcp.Refusal{Name: stringAttr(item, attrName), Reason: stringAttr(item, attrReason)}
+				mu.Lock()
+				refused = append(refused, seqRefusal{seq, r})
+				mu.Unlock()
+			}
+			return nil
+		})
+	})
+	return tools, refused, err
 }
 
 type seqTool struct {
@@ -440,7 +484,8 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 			m.Found = indexContains(h.nameIndex, toolName)
 			return m, nil
 		}
-		item, err := s.getItem(ctx, id, toolSortKey(h.version, sha256Of(toolName)))
+		hash := sha256Of(toolName)
+		item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
 		if err != nil {
 			return Membership{}, err
 		}
@@ -484,15 +529,12 @@ func (s *Dynamo) RecordFailure(ctx context.Context, id string, f Failure) error 
 	return err
 }
 
-// StoredVersions lists every version that has items under id, sorted:
-// the current one and any whose deletion is pending or was interrupted.
+// StoredVersions lists the versions with a marker under id, sorted: the
+// current one and any whose deletion is pending or was interrupted.
 func (s *Dynamo) StoredVersions(ctx context.Context, id string) ([]string, error) {
 	var versions []string
-	err := s.query(ctx, id, "v#", true, func(item map[string]types.AttributeValue) error {
-		v, _, _ := strings.Cut(strings.TrimPrefix(stringAttr(item, SortKey), "v#"), "#")
-		if len(versions) == 0 || versions[len(versions)-1] != v {
-			versions = append(versions, v)
-		}
+	err := s.queryPrefix(ctx, id, "v#", func(item map[string]types.AttributeValue) error {
+		versions = append(versions, strings.TrimPrefix(stringAttr(item, SortKey), "v#"))
 		return nil
 	})
 	return versions, err
@@ -517,6 +559,9 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 	h.toolCount, _ = strconv.Atoi(numberAttr(item, attrToolCount))
 	h.refusedCount, _ = strconv.Atoi(numberAttr(item, attrRefusedCount))
 	h.toolsExpire, _ = strconv.ParseInt(numberAttr(item, attrToolsExpire), 10, 64)
+	if h.shards, _ = strconv.Atoi(numberAttr(item, attrShards)); h.shards < 1 {
+		h.shards = 1
+	}
 	if b, ok := item[attrNameIndex].(*types.AttributeValueMemberB); ok {
 		h.nameIndex, h.nameIndexStored = b.Value, true
 	}
@@ -561,23 +606,37 @@ func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.A
 	return out.Item, nil
 }
 
-// query calls fn for every item of id whose sort key starts with prefix,
-// in sort-key order, reading consistently; keysOnly projects the keys.
-func (s *Dynamo) query(ctx context.Context, id, prefix string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
+// query calls fn for every item under partition key pk, in sort-key
+// order, reading consistently; keysOnly projects the keys.
+func (s *Dynamo) query(ctx context.Context, pk string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
 	var e expr
 	in := &dynamodb.QueryInput{
-		TableName:      aws.String(s.table),
-		ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", id) +
-			" AND begins_with(" + e.n(SortKey) + ", " + e.s("prefix", prefix) + ")"),
+		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk)),
 	}
 	if keysOnly {
 		in.ProjectionExpression = aws.String(e.n(PartitionKey) + ", " + e.n(SortKey))
 	}
+	return s.runQuery(ctx, in, e, fn)
+}
+
+// queryPrefix calls fn for every item under pk whose sort key starts with
+// prefix.
+func (s *Dynamo) queryPrefix(ctx context.Context, pk, prefix string, fn func(map[string]types.AttributeValue) error) error {
+	var e expr
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk) +
+			" AND begins_with(" + e.n(SortKey) + ", " + e.s("prefix", prefix) + ")"),
+	}
+	return s.runQuery(ctx, in, e, fn)
+}
+
+func (s *Dynamo) runQuery(ctx context.Context, in *dynamodb.QueryInput, e expr, fn func(map[string]types.AttributeValue) error) error {
+	in.TableName = aws.String(s.table)
+	in.ConsistentRead = aws.Bool(true)
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
 	for {
 		var out *dynamodb.QueryOutput
-		err := s.retry(ctx, "query "+strconv.Quote(id)+" "+prefix, func() (err error) {
+		err := s.retry(ctx, "query "+*in.KeyConditionExpression, func() (err error) {
 			out, err = s.api.Query(ctx, in)
 			return err
 		})
@@ -609,15 +668,21 @@ func decodeToolItem(item map[string]types.AttributeValue) (mcp.Tool, error) {
 	return t, nil
 }
 
-func versionPrefix(version string) string { return "v#" + version + "#" }
-
-func toolSortKey(version string, nameHash []byte) string {
-	return versionPrefix(version) + "t#" + hex.EncodeToString(nameHash)
+// versionPK is the partition key of one shard of a version's items.
+func versionPK(id, version string, shard int) string {
+	return id + "#" + version + "#" + strconv.Itoa(shard)
 }
 
-func refusalSortKey(version string, seq int) string {
-	return fmt.Sprintf("%sr#%08d", versionPrefix(version), seq)
+// toolShard is the shard of the tool whose name hashes to nameHash.
+func toolShard(nameHash []byte, shards int) int {
+	return int(binary.BigEndian.Uint16(nameHash)) % shards
 }
+
+func toolSortKey(nameHash []byte) string { return "t#" + hex.EncodeToString(nameHash) }
+
+func refusalSortKey(seq int) string { return fmt.Sprintf("r#%08d", seq) }
+
+func markerSortKey(version string) string { return "v#" + version }
 
 func headKey(id string) map[string]types.AttributeValue { return itemKey(id, HeadSortKey) }
 

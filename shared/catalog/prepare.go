@@ -49,6 +49,7 @@ type entry struct {
 	seq    int
 	hash   [sha256.Size]byte // of the name: the item key and the name index
 	zipped []byte            // non-nil: stored compressed (encodeTool, gzip)
+	size   int               // of its item, in DynamoDB's accounting
 }
 
 // prepared is a discovery in the form both stores write.
@@ -84,12 +85,14 @@ func prepare(id string, d Discovery) prepared {
 		seen[t.Name] = true
 		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name))}
 		plain := plainItemSize(id, t)
+		e.size = plain
 		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) {
 			e.zipped = gzipTool(t)
-			if z := zippedItemSize(id, len(e.zipped)); z > MaxItemBytes {
+			e.size = zippedItemSize(id, len(e.zipped))
+			if e.size > MaxItemBytes {
 				p.refused = append(p.refused, truncRefusal(mcp.Refusal{
 					Name:   t.Name,
-					Reason: fmt.Sprintf(reasonTooLarge, plain, z, MaxItemBytes),
+					Reason: fmt.Sprintf(reasonTooLarge, plain, e.size, MaxItemBytes),
 				}))
 				continue
 			}
@@ -103,14 +106,21 @@ func prepare(id string, d Discovery) prepared {
 // Item-size accounting, after DynamoDB's: attribute names plus values;
 // numbers are counted at their largest (21 bytes).
 const (
-	numberBytes    = 21
-	itemOverhead   = 64 // slack for the accounting's unknowns
-	toolSortKeyLen = len("v#") + len(keyLayout) + len("-00000000") + len("#t#") + 2*sha256.Size
+	numberBytes  = 21
+	itemOverhead = 64 // slack for the accounting's unknowns
+	versionLen   = len(keyLayout) + len("-00000000")
+	// The partition key is id#version#shard (shard < maxShards).
+	pkSuffixLen    = len("#") + versionLen + len("#") + 2
+	toolSortKeyLen = len("t#") + 2*sha256.Size
 )
 
 func baseItemSize(id string) int {
-	return len(PartitionKey) + len(id) + len(SortKey) + toolSortKeyLen +
+	return len(PartitionKey) + len(id) + pkSuffixLen + len(SortKey) + toolSortKeyLen +
 		len(attrSeq) + numberBytes + len(TTLAttribute) + numberBytes + itemOverhead
+}
+
+func refusalItemSize(id string, r mcp.Refusal) int {
+	return baseItemSize(id) + len(attrName) + len(r.Name) + len(attrReason) + len(r.Reason)
 }
 
 func plainItemSize(id string, t mcp.Tool) int {

@@ -16,8 +16,8 @@ import (
 // MaxBatchItems is DynamoDB's limit on requests in one BatchWriteItem.
 const MaxBatchItems = 25
 
-// writeWorkers is how many batches one call writes at a time.
-const writeWorkers = 4
+// workers is how many requests one call has in flight at a time.
+const workers = 4
 
 // retryables classifies errors as the SDK's standard retryer does:
 // throttling codes, 5xx answers and dropped or refused connections.
@@ -66,30 +66,35 @@ func (s *Dynamo) pause(ctx context.Context, attempt int) error {
 // keys, a few at a time, retrying unprocessed items until ctx ends.
 func (s *Dynamo) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
 	bs := batches(reqs)
-	if len(bs) == 0 {
-		return nil
-	}
+	return parallel(ctx, len(bs), func(ctx context.Context, i int) error {
+		return s.writeBatch(ctx, bs[i])
+	})
+}
+
+// parallel calls fn for 0 ≤ i < n, workers at a time. The first error
+// cancels the calls not yet made and is returned.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
-		next  = make(chan []types.WriteRequest)
+		next  = make(chan int)
 	)
-	for range min(writeWorkers, len(bs)) {
+	for range min(workers, n) {
 		wg.Go(func() {
-			for b := range next {
-				if err := s.writeBatch(ctx, b); err != nil {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
 					once.Do(func() { first = err; cancel() })
 				}
 			}
 		})
 	}
 send:
-	for _, b := range bs {
+	for i := range n {
 		select {
-		case next <- b:
+		case next <- i:
 		case <-ctx.Done():
 			break send
 		}
@@ -100,7 +105,7 @@ send:
 		return first
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: write items: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
 }

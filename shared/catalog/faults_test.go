@@ -1,0 +1,257 @@
+package catalog_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
+)
+
+// fault is what the proxy does to one request.
+type fault int
+
+const (
+	pass        fault = iota
+	throttle          // 400 ProvisionedThroughputExceededException, not forwarded
+	throttling        // 400 ThrottlingException, not forwarded
+	serverError       // 500 InternalServerError, not forwarded
+	dropBefore        // connection closed, not forwarded
+	dropAfter         // forwarded and applied, then the connection closed unanswered
+)
+
+func (f fault) String() string {
+	return [...]string{"pass", "throttle", "throttling", "serverError", "dropBefore", "dropAfter"}[f]
+}
+
+// faultProxy forwards DynamoDB requests to moto and applies plan to each:
+// n counts all requests, k requests of the same operation (both from 1).
+type faultProxy struct {
+	*httptest.Server
+	mu    sync.Mutex
+	n     int
+	k     map[string]int
+	plan  func(n, k int, op string) fault
+	fired []string
+}
+
+func newFaultProxy(t *testing.T) *faultProxy {
+	p := &faultProxy{k: map[string]int{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *faultProxy) arm(plan func(n, k int, op string) fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n, p.k, p.plan, p.fired = 0, map[string]int{}, plan, nil
+}
+
+func (p *faultProxy) firedFaults() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.fired...)
+}
+
+func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	p.mu.Lock()
+	p.n++
+	p.k[op]++
+	f := pass
+	if p.plan != nil {
+		f = p.plan(p.n, p.k[op], op)
+	}
+	if f != pass {
+		p.fired = append(p.fired, fmt.Sprintf("%s %s#%d", f, op, p.k[op]))
+	}
+	p.mu.Unlock()
+
+	switch f {
+	case throttle:
+		apiError(w, 400, "ProvisionedThroughputExceededException")
+	case throttling:
+		apiError(w, 400, "ThrottlingException")
+	case serverError:
+		apiError(w, 500, "InternalServerError")
+	case dropBefore:
+		hangUp(w)
+	case dropAfter:
+		if resp, err := forward(r); err == nil {
+			resp.Body.Close()
+		}
+		hangUp(w)
+	default:
+		resp, err := forward(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}
+}
+
+func forward(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, moto.Endpoint()+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	// Read the whole answer so a dropAfter request is surely applied.
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, err
+}
+
+func apiError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected"}`, code)
+}
+
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// newProxied returns a store whose requests pass through a fault proxy.
+// The SDK's own retries are off, so the store's retries face every fault.
+func newProxied(t *testing.T) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
+	ctx := context.Background()
+	client, table := catalogtest.NewTable(t, moto)
+	p := newFaultProxy(t)
+	proxied := dynamodb.NewFromConfig(moto.Config(ctx), func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(p.URL)
+		o.RetryMaxAttempts = 1
+	})
+	s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table, catalog.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	return s, p, client, table
+}
+
+func TestSingleFaultsAreRetried(t *testing.T) {
+	t.Parallel()
+	ops := []struct {
+		op string
+		k  int
+	}{
+		{"GetItem", 1},        // reading the head
+		{"BatchWriteItem", 2}, // writing the new version's tools
+		{"UpdateItem", 1},     // the flip
+		{"Query", 1},          // listing the old version's items
+		{"BatchWriteItem", 3}, // deleting them
+	}
+	for _, f := range []fault{throttle, throttling, serverError, dropBefore, dropAfter} {
+		for _, o := range ops {
+			t.Run(fmt.Sprintf("%s %s#%d", f, o.op, o.k), func(t *testing.T) {
+				t.Parallel()
+				s, p, _, _ := newProxied(t)
+				a, b := catalogtest.Listing(50, "a"), catalogtest.Listing(30, "b")
+				catalogtest.MustPut(t, s, "id", catalogtest.Discover(a, 0))
+				p.arm(func(_, k int, op string) fault {
+					if op == o.op && k == o.k {
+						return f
+					}
+					return pass
+				})
+				res := catalogtest.MustPut(t, s, "id", catalogtest.Discover(b, time.Minute))
+				if got := p.firedFaults(); len(got) != 1 {
+					t.Fatalf("faults fired: %v, want exactly one", got)
+				}
+				if res.Superseded || res.Unchanged {
+					t.Errorf("Put = %+v, want a new version", res)
+				}
+				catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), b)
+				catalogtest.AssertOnlyVersion(t, s, "id", res.Version)
+			})
+		}
+	}
+}
+
+// TestOutagesKeepTheCatalogWhole fails every request from the nth on,
+// for each point of a replacing Put; the budget runs out. Readers then see
+// one whole version, and every item outside the current version carries
+// the TTL attribute. A later Put succeeds.
+func TestOutagesKeepTheCatalogWhole(t *testing.T) {
+	t.Parallel()
+	// A replacing Put of b over a: GetItem, 2 BatchWriteItems, UpdateItem,
+	// Query, 2+1 BatchWriteItems.
+	const requests = 8
+	for _, f := range []fault{throttle, dropAfter} {
+		for n := 1; n <= requests+1; n++ {
+			t.Run(fmt.Sprintf("%s from %d", f, n), func(t *testing.T) {
+				t.Parallel()
+				s, p, client, table := newProxied(t)
+				a, b, c := catalogtest.Listing(50, "a"), catalogtest.Listing(30, "b"), catalogtest.Listing(3, "c")
+				ra := catalogtest.MustPut(t, s, "id", catalogtest.Discover(a, 0))
+				p.arm(func(i, _ int, _ string) fault {
+					if i >= n {
+						return f
+					}
+					return pass
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+				defer cancel()
+				rb, err := s.Put(ctx, "id", catalogtest.Discover(b, time.Minute))
+				if err != nil && !errors.Is(err, catalog.ErrUnavailable) {
+					t.Fatalf("Put during an outage: %v, want nil or ErrUnavailable", err)
+				}
+				p.arm(nil)
+
+				got := catalogtest.MustGet(t, s, "id")
+				switch {
+				case err == nil && got.Version != rb.Version:
+					t.Errorf("Put succeeded with %s but the catalog is at %s", rb.Version, got.Version)
+				case got.Version == ra.Version:
+					catalogtest.AssertContent(t, got, a)
+				default: // the flip landed, whatever Put could tell
+					catalogtest.AssertContent(t, got, b)
+				}
+				for _, item := range rawItems(t, client, table) {
+					if expiresAt(item) == 0 {
+						t.Errorf("item %v has no %s", item["sk"], catalog.TTLAttribute)
+					}
+				}
+
+				rc := catalogtest.MustPut(t, s, "id", catalogtest.Discover(c, 2*time.Minute))
+				catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), c)
+				versions, err := s.StoredVersions(context.Background(), "id")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(versions) == 0 || versions[len(versions)-1] != rc.Version {
+					t.Errorf("stored versions %v, want the newest %s last", versions, rc.Version)
+				}
+			})
+		}
+	}
+}
