@@ -36,6 +36,9 @@ func TestFormatting(t *testing.T) {
 		{"MiB", bytesString(27 << 20), "27.0 MiB"},
 		{"GiB", bytesString(6 << 30), "6.00 GiB"},
 		{"table cell", oneLine("a |\n`b`", 100), "a \\| 'b'"},
+		{"one second", seconds(time.Second), "1 s"},
+		{"singular", plural(1, "write"), "1 write"},
+		{"plural", plural(42, "write"), "42 writes"},
 		{"cut", oneLine("abcdef", 3), "abc…"},
 		{"quoted ldflags", quoteFlags([]string{"-trimpath", "-ldflags=-s -w"})[1], "-ldflags='-s -w'"},
 	} {

@@ -116,6 +116,17 @@ func bytesString(n int64) string {
 	}
 }
 
+// seconds prints d in seconds with a space before the unit.
+func seconds(d time.Duration) string { return fmt.Sprintf("%g s", d.Seconds()) }
+
+// plural prints n and noun, adding an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "—"

@@ -270,7 +270,7 @@ func overshoot(ctx context.Context, e *env) (result, error) {
 	fmt.Fprintf(&b, "`Connect` against a TCP listener that accepts and never reads; `ListTools` and `CallTool` on a connected "+
 		"session (legacy fixture) whose server never answers that method; `Close` while the session-ending DELETE is never answered. "+
 		"Each operation gets a %s deadline; the sample is the time from the deadline to the return (for `Close`, its duration: it "+
-		"takes no context). %d repetitions per operation and client; median and max.\n\n", bench.OvershootDeadline, reps)
+		"takes no context). %d repetitions per operation and client; median and max.\n\n", ms(bench.OvershootDeadline), reps)
 	b.WriteString("| operation | shared/mcp median | shared/mcp max | go-sdk median | go-sdk max | target (ours) | command |\n|---|---|---|---|---|---|---|\n")
 	var sum []summary
 	for _, op := range bench.Ops {
@@ -443,7 +443,7 @@ func batch(ctx context.Context, e *env) (result, error) {
 	fmt.Fprintf(&b, "One SQS event of %d discover records, each for its own stateless go-sdk fixture server whose `tools/list` "+
 		"answers after %s, sent to the discover bootstrap under the RIE (directory catalog). Wall: the invocation's round trip; "+
 		"items: each work item's `duration_ms` from its summary log line. The anchor is the same batch with "+
-		"`MCPFN_BATCH_CONCURRENCY=1`. Each RIE first gets one invalid event, so that init is not in the wall time.\n\n", bench.BatchSize, bench.SlowListing)
+		"`MCPFN_BATCH_CONCURRENCY=1`. Each RIE first gets one invalid event, so that init is not in the wall time.\n\n", bench.BatchSize, seconds(bench.SlowListing))
 	b.WriteString("| MCPFN_BATCH_CONCURRENCY | records | wall | sum of items | longest item | wall ÷ sum | wall ÷ longest | command |\n|---|---|---|---|---|---|---|---|\n")
 	var sum []summary
 	for _, conc := range []int{bench.BatchSize, 1} {
@@ -474,7 +474,7 @@ func batch(ctx context.Context, e *env) (result, error) {
 		if conc == bench.BatchSize {
 			ratio := bench.Ratio(r.Wall, r.Longest())
 			sum = append(sum, summary{
-				what:     fmt.Sprintf("batch of %d discover records, servers taking %s: wall vs longest item and sum", bench.BatchSize, bench.SlowListing),
+				what:     fmt.Sprintf("batch of %d discover records, servers taking %s: wall vs longest item and sum", bench.BatchSize, seconds(bench.SlowListing)),
 				target:   "close to the longest item (≤ 1.5×), not the sum",
 				measured: fmt.Sprintf("wall %s; longest %s (%.2f×); sum %s", ms(r.Wall), ms(r.Longest()), ratio, ms(r.Sum())),
 				met:      verdictOf(ratio <= 1.5),
@@ -511,7 +511,7 @@ func store(ctx context.Context, e *env) (result, error) {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %s, %d tools | %s |\n", c.Name, r["GetItem"], r["Query"], r["UpdateItem"],
 			r["BatchWriteItem"], c.Counts.Total(), c.Counts.Writes(), c.Counts.ItemsWritten, outcome, c.Result.ToolCount, command("store"))
-		s := summary{what: "store cost: " + c.Name, measured: fmt.Sprintf("%d requests, %d writes, %d items written", c.Counts.Total(), c.Counts.Writes(), c.Counts.ItemsWritten)}
+		s := summary{what: "store cost: " + c.Name, measured: fmt.Sprintf("%s, %s, %s written", plural(c.Counts.Total(), "request"), plural(c.Counts.Writes(), "write"), plural(c.Counts.ItemsWritten, "item"))}
 		if i == 1 {
 			s.target = "1 write"
 			s.met = verdictOf(c.Counts.Writes() == 1 && c.Result.Unchanged)
