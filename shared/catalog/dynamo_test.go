@@ -3,8 +3,10 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -323,4 +325,39 @@ func TestUnprocessedItemsAreRetried(t *testing.T) {
 		t.Fatalf("Put while items stay unprocessed: %v, want ErrUnavailable", err)
 	}
 	catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), b)
+}
+
+// TestRaceLeavesNoItemsBehind races discoveries, then scans the table: only
+// the head, the winner's marker and the winner's items remain.
+func TestRaceLeavesNoItemsBehind(t *testing.T) {
+	t.Parallel()
+	client, table := catalogtest.NewTable(t, moto)
+	s := catalog.NewDynamo(catalogtest.Strict(t, client), table)
+	const writers = 6
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			l := catalogtest.Listing(30+i, fmt.Sprint(i))
+			l.Refused = []mcp.Refusal{{Name: "r", Reason: fmt.Sprint(i)}}
+			if _, err := s.Put(context.Background(), "id", catalogtest.Discover(l, time.Duration(i)*time.Second)); err != nil {
+				t.Errorf("writer %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	c := catalogtest.MustGet(t, s, "id")
+	if c.Refused[0].Reason != fmt.Sprint(writers-1) {
+		t.Fatalf("catalog of writer %s, want the last-started %d", c.Refused[0].Reason, writers-1)
+	}
+	items := rawItems(t, client, table)
+	if want := 1 + 30 + writers - 1 + 1; len(items) != want { // marker, tools, refusal
+		t.Errorf("%d items besides the head, want %d", len(items), want)
+	}
+	for _, item := range items {
+		pk := item[catalog.PartitionKey].(*types.AttributeValueMemberS).Value
+		sk := item[catalog.SortKey].(*types.AttributeValueMemberS).Value
+		if sk != "v#"+c.Version && !strings.HasPrefix(pk, "id#"+c.Version+"#") {
+			t.Errorf("item %s %s is not the winner's (%s)", pk, sk, c.Version)
+		}
+	}
 }
