@@ -18,8 +18,8 @@ import (
 
 var tables atomic.Int64
 
-// NewTable creates a catalog table with a fresh name on m and returns the
-// name and a client for m.
+// NewTable creates a catalog table with a fresh name on m and returns a
+// client for m and the table's name.
 func NewTable(tb testing.TB, m *awstest.Moto) (*dynamodb.Client, string) {
 	tb.Helper()
 	ctx := context.Background()
