@@ -38,7 +38,9 @@ var exampleListing = mcp.Listing{
 }
 
 // fakeServer is a ConnectFunc whose connections list a fixed listing.
+// Safe for the concurrent records of a batch.
 type fakeServer struct {
+	mu         sync.Mutex
 	listing    mcp.Listing
 	connectErr error
 	listErr    error
@@ -53,6 +55,8 @@ func (c fakeConn) Stats() mcp.Stats                               { return c.s.s
 func (c fakeConn) Close() error                                   { return nil }
 
 func (s *fakeServer) connect(_ context.Context, cfg mcp.Config) (Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.configs = append(s.configs, cfg)
 	if s.connectErr != nil {
 		return nil, s.connectErr
