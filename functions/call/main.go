@@ -9,15 +9,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/vault"
@@ -34,33 +29,14 @@ func main() {
 }
 
 func setup(ctx context.Context) (*work.Runner, error) {
-	s, err := work.LoadSettings(os.Getenv)
+	st, err := work.Init(ctx, os.Getenv, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	logger := work.NewLogger(s.LogLevel)
-	allow, err := guard.ParseAllowList(os.Getenv(guard.EnvAllowList))
+	s, logger, awsCfg := st.Settings, st.Logger, st.AWS
+	store, err := st.OpenCatalog()
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
-	}
-	policy, err := guard.NewPolicy(allow...)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
-	}
-	guard.SetDefault(policy)
-
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	var store Catalog
-	if s.CatalogTable != "" {
-		store = catalog.NewDynamo(dynamodb.NewFromConfig(awsCfg), s.CatalogTable)
-	} else {
-		if store, err = catalog.NewDir(s.CatalogDir); err != nil {
-			return nil, fmt.Errorf("configuration: %s: %w", work.EnvCatalogDir, err)
-		}
-		logger.Warn("no catalog table configured: reading catalogs from a local directory", "dir", s.CatalogDir)
+		return nil, err
 	}
 	lease := LedgerLease(s)
 	var calls Ledger
@@ -69,9 +45,6 @@ func setup(ctx context.Context) (*work.Runner, error) {
 	} else {
 		calls = ledger.NewMemory(lease)
 		logger.Warn("no calls table configured: the idempotency ledger is in memory (local runs only)", "variable", work.EnvCallsTable)
-	}
-	if s.DLQURL == "" {
-		logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", work.EnvDLQURL)
 	}
 	opts := render.Options{MaxBytes: s.MaxResultBytes}
 	if s.ResultsBucket != "" {
@@ -85,15 +58,5 @@ func setup(ctx context.Context) (*work.Runner, error) {
 		Render:      opts,
 		Logger:      logger,
 	}
-	return work.NewRunner(work.Config{
-		Function:         "call",
-		Concurrency:      s.Concurrency,
-		Reserve:          s.Reserve,
-		OperationTimeout: s.OperationTimeout,
-		DLQURL:           s.DLQURL,
-		Queue:            sqs.NewFromConfig(awsCfg),
-		Tasks:            sfn.NewFromConfig(awsCfg),
-		Logger:           logger,
-		Metrics:          os.Stdout,
-	}, h)
+	return work.NewRunner(st.RunnerConfig("call"), h)
 }

@@ -9,14 +9,8 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/work"
 )
@@ -31,52 +25,19 @@ func main() {
 }
 
 func setup(ctx context.Context) (*work.Runner, error) {
-	s, err := work.LoadSettings(os.Getenv)
+	st, err := work.Init(ctx, os.Getenv, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	logger := work.NewLogger(s.LogLevel)
-	allow, err := guard.ParseAllowList(os.Getenv(guard.EnvAllowList))
+	store, err := st.OpenCatalog()
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
-	}
-	policy, err := guard.NewPolicy(allow...)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
-	}
-	guard.SetDefault(policy)
-
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	var store Store
-	if s.CatalogTable != "" {
-		store = catalog.NewDynamo(dynamodb.NewFromConfig(awsCfg), s.CatalogTable)
-	} else {
-		if store, err = catalog.NewDir(s.CatalogDir); err != nil {
-			return nil, fmt.Errorf("configuration: %s: %w", work.EnvCatalogDir, err)
-		}
-		logger.Warn("no catalog table configured: storing catalogs in a local directory", "dir", s.CatalogDir)
-	}
-	if s.DLQURL == "" {
-		logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", work.EnvDLQURL)
+		return nil, err
 	}
 	h := &Handler{
 		Connect:     ConnectMCP,
 		Store:       store,
-		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(awsCfg), s.SecretsPrefix),
-		Logger:      logger,
+		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(st.AWS), st.Settings.SecretsPrefix),
+		Logger:      st.Logger,
 	}
-	return work.NewRunner(work.Config{
-		Function:         "discover",
-		Concurrency:      s.Concurrency,
-		Reserve:          s.Reserve,
-		OperationTimeout: s.OperationTimeout,
-		DLQURL:           s.DLQURL,
-		Queue:            sqs.NewFromConfig(awsCfg),
-		Tasks:            sfn.NewFromConfig(awsCfg),
-		Logger:           logger,
-		Metrics:          os.Stdout,
-	}, h)
+	return work.NewRunner(st.RunnerConfig("discover"), h)
 }

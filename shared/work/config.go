@@ -3,6 +3,7 @@ package work
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -42,7 +43,7 @@ const (
 const MaxOperationTimeout = min(mcp.ListTimeout, mcp.CallTimeout)
 
 // Settings is the functions' configuration, read once at init. The egress
-// allow-list (guard.EnvAllowList) is not here: main parses it with the
+// allow-list (guard.EnvAllowList) is not here: Init parses it with the
 // guard package.
 type Settings struct {
 	CatalogTable     string // empty: the directory store at CatalogDir
@@ -129,7 +130,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	return s, nil
 }
 
-// NewLogger returns the JSON logger the functions write to stdout, at level.
-func NewLogger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+// NewLogger returns a logger writing JSON lines to w at level.
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -1,0 +1,92 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/guard"
+)
+
+// Startup is what Init builds for a function's main: the checked settings,
+// the logger and the AWS configuration its clients are built from.
+type Startup struct {
+	Settings Settings
+	Logger   *slog.Logger
+	AWS      aws.Config
+
+	out io.Writer
+}
+
+// Init is the start-up both functions share: it reads the settings through
+// getenv (os.Getenv in main), builds a JSON logger writing to out, installs
+// the allow-list guard.EnvAllowList as guard's default policy and loads the
+// AWS configuration. It warns when no dead-letter queue is configured. An
+// error names the bad variable; the settings are checked first.
+func Init(ctx context.Context, getenv func(string) string, out io.Writer) (*Startup, error) {
+	s, err := LoadSettings(getenv)
+	if err != nil {
+		return nil, err
+	}
+	logger := NewLogger(out, s.LogLevel)
+	allow, err := guard.ParseAllowList(getenv(guard.EnvAllowList))
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
+	}
+	policy, err := guard.NewPolicy(allow...)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
+	}
+	guard.SetDefault(policy)
+
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if s.DLQURL == "" {
+		logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
+	}
+	return &Startup{Settings: s, Logger: logger, AWS: awsCfg, out: out}, nil
+}
+
+// OpenCatalog returns the catalog store the settings choose: the DynamoDB
+// table CatalogTable or, without a table, the directory CatalogDir, which it
+// warns about (local runs only). An error names EnvCatalogDir.
+func (st *Startup) OpenCatalog() (catalog.Store, error) {
+	s := st.Settings
+	if s.CatalogTable != "" {
+		return catalog.NewDynamo(dynamodb.NewFromConfig(st.AWS), s.CatalogTable), nil
+	}
+	dir, err := catalog.NewDir(s.CatalogDir)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %s: %w", EnvCatalogDir, err)
+	}
+	st.Logger.Warn("no catalog table configured: catalogs are kept in a local directory", "dir", s.CatalogDir)
+	return dir, nil
+}
+
+// RunnerConfig returns the runner configuration of function: the settings'
+// concurrency, budgets and dead-letter queue, SQS and Step Functions
+// clients, the logger, and metrics written where the logger writes.
+func (st *Startup) RunnerConfig(function string) Config {
+	s := st.Settings
+	return Config{
+		Function:         function,
+		Concurrency:      s.Concurrency,
+		Reserve:          s.Reserve,
+		OperationTimeout: s.OperationTimeout,
+		DLQURL:           s.DLQURL,
+		Queue:            sqs.NewFromConfig(st.AWS),
+		Tasks:            sfn.NewFromConfig(st.AWS),
+		Logger:           st.Logger,
+		Metrics:          st.out,
+	}
+}
