@@ -27,8 +27,9 @@ const (
 	requestID = "8f5c2a4e-7b1d-4c3e-9a2f-000000000002"
 )
 
-// fakeServer is a ConnectFunc whose connections answer every call with a
-// text block naming the tool and its arguments, or with result when set.
+// fakeServer is an MCP server in memory: connect (a work.ConnectFunc)
+// opens connections that answer every call with a text block naming the
+// tool and its arguments, or with result when set.
 type fakeServer struct {
 	mu         sync.Mutex
 	result     *mcp.CallResult

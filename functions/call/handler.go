@@ -41,18 +41,6 @@ type Conn interface {
 
 var _ Conn = (*mcp.Conn)(nil)
 
-// ConnectFunc opens an MCP connection.
-type ConnectFunc func(ctx context.Context, cfg mcp.Config) (Conn, error)
-
-// ConnectMCP is the ConnectFunc of package mcp.
-func ConnectMCP(ctx context.Context, cfg mcp.Config) (Conn, error) {
-	c, err := mcp.Connect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // Catalog answers tool membership.
 type Catalog interface {
 	Lookup(ctx context.Context, id, toolName string) (catalog.Membership, error)
@@ -77,7 +65,7 @@ var (
 // means guard.Default(); Render bounds the result; Logger nil means
 // slog.Default() (used for credential hints).
 type Handler struct {
-	Connect     ConnectFunc
+	Connect     work.ConnectFunc[Conn]
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Catalog     Catalog

@@ -106,7 +106,7 @@ func newStack(t *testing.T, tweak func(*work.Config)) *stack {
 	t.Cleanup(client.CloseIdleConnections)
 	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
 	s.handler = &Handler{
-		Connect:     ConnectMCP,
+		Connect:     work.ConnectMCP[Conn],
 		HTTPClient:  client,
 		Policy:      policy,
 		Catalog:     s.store,

@@ -51,7 +51,7 @@ func setup(ctx context.Context) (*work.Runner, error) {
 		opts.Bucket, opts.Objects, opts.KeyPrefix = s.ResultsBucket, s3.NewFromConfig(awsCfg), ResultsKeyPrefix
 	}
 	h := &Handler{
-		Connect:     ConnectMCP,
+		Connect:     work.ConnectMCP[Conn],
 		Catalog:     store,
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(awsCfg), s.SecretsPrefix),
 		Ledger:      calls,

@@ -37,8 +37,9 @@ var exampleListing = mcp.Listing{
 	Refused: []mcp.Refusal{{Name: "bad tool", Reason: "name: not a valid tool name"}},
 }
 
-// fakeServer is a ConnectFunc whose connections list a fixed listing.
-// Safe for the concurrent records of a batch.
+// fakeServer is an MCP server in memory: connect (a work.ConnectFunc)
+// opens connections that list a fixed listing. Safe for the concurrent
+// records of a batch.
 type fakeServer struct {
 	mu         sync.Mutex
 	listing    mcp.Listing

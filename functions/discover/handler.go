@@ -59,18 +59,6 @@ type Conn interface {
 
 var _ Conn = (*mcp.Conn)(nil)
 
-// ConnectFunc opens an MCP connection.
-type ConnectFunc func(ctx context.Context, cfg mcp.Config) (Conn, error)
-
-// ConnectMCP is the ConnectFunc of package mcp.
-func ConnectMCP(ctx context.Context, cfg mcp.Config) (Conn, error) {
-	c, err := mcp.Connect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // Store records discoveries.
 type Store interface {
 	Put(ctx context.Context, id string, d catalog.Discovery) (catalog.PutResult, error)
@@ -87,7 +75,7 @@ var (
 // guard.Default(); Logger nil means slog.Default() (credential hints and
 // store warnings); Now nil means time.Now.
 type Handler struct {
-	Connect     ConnectFunc
+	Connect     work.ConnectFunc[Conn]
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Store       Store

@@ -99,7 +99,7 @@ func newStack(t *testing.T) *stack {
 	t.Cleanup(client.CloseIdleConnections)
 	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
 	s.handler = &Handler{
-		Connect:     ConnectMCP,
+		Connect:     work.ConnectMCP[Conn],
 		HTTPClient:  client,
 		Policy:      policy,
 		Store:       s.store,

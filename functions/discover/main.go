@@ -34,7 +34,7 @@ func setup(ctx context.Context) (*work.Runner, error) {
 		return nil, err
 	}
 	h := &Handler{
-		Connect:     ConnectMCP,
+		Connect:     work.ConnectMCP[Conn],
 		Store:       store,
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(st.AWS), st.Settings.SecretsPrefix),
 		Logger:      st.Logger,
