@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -261,5 +262,69 @@ func TestControlHookRefusesBeforeConnect(t *testing.T) {
 	conn.Close()
 	if got := l.accepted(t); len(got) != 1 {
 		t.Errorf("listener accepted %v, want one", got)
+	}
+}
+
+// TestDialerRefusesUnspecified: on Linux a connect to 0.0.0.0 lands on
+// loopback (pinned first with a plain net.Dialer), so no allow list opens
+// the unspecified addresses, and with the Runtime API on the listener's port
+// no allow list reaches it through 0.0.0.0 or another loopback form.
+func TestDialerRefusesUnspecified(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pins Linux connect semantics")
+	}
+	l := listenCounting(t, "127.0.0.1:0")
+	port := strconv.Itoa(l.port())
+	conn, err := net.Dial("tcp4", "0.0.0.0:"+port)
+	if err != nil {
+		t.Fatalf("plain dial to 0.0.0.0: %v", err)
+	}
+	conn.Close()
+	if got := l.accepted(t); len(got) != 1 {
+		t.Fatalf("plain dial to 0.0.0.0: listener accepted %v, want one", got)
+	}
+
+	allowAll := []string{"0.0.0.0/0", "::/0", "0.0.0.0/32"}
+	tests := []struct {
+		name       string
+		runtimeAPI string
+		address    string
+		answers    []netip.Addr
+		reason     string
+	}{
+		{name: "literal", address: "0.0.0.0:" + port, reason: "unspecified"},
+		{name: "literal IPv6", address: "[::]:" + port, reason: "unspecified"},
+		{name: "literal mapped", address: "[::ffff:0.0.0.0]:" + port, reason: "unspecified"},
+		{name: "name", address: "zero.test:" + port, answers: addrs("0.0.0.0", "::"), reason: "unspecified"},
+		{name: "runtime API via 0.0.0.0", runtimeAPI: "127.0.0.1:" + port, address: "0.0.0.0:" + port, reason: "runtime-api"},
+		{name: "runtime API via 127.0.0.1", runtimeAPI: "127.0.0.1:" + port, address: "127.0.0.1:" + port, reason: "runtime-api"},
+		{name: "runtime API via localhost", runtimeAPI: "localhost:" + port, address: "rt.test:" + port, answers: addrs("::ffff:127.0.0.1", "0.0.0.0"), reason: "runtime-api"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AWS_LAMBDA_RUNTIME_API", tt.runtimeAPI)
+			p, err := guard.NewPolicy(append(allowAll, "127.0.0.0/8")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &guard.Dialer{Policy: p, Resolver: &seqResolver{answers: [][]netip.Addr{tt.answers}}}
+			conn, err := d.DialContext(t.Context(), "tcp", tt.address)
+			if err == nil {
+				conn.Close()
+			}
+			wantDenied(t, err, tt.reason)
+
+			if tt.answers == nil {
+				nd := &net.Dialer{ControlContext: p.Control()}
+				conn, err = nd.DialContext(t.Context(), "tcp", tt.address)
+				if err == nil {
+					conn.Close()
+				}
+				wantDenied(t, err, tt.reason)
+			}
+		})
+	}
+	if got := l.accepted(t); len(got) != 1 {
+		t.Errorf("listener accepted %v, want only the plain dial", got)
 	}
 }

@@ -28,6 +28,7 @@
 //	MCPFN_EGRESS_ALLOW="10.20.0.0/16, 127.0.0.1/32:8080 [::1/128]:8080 fd00::/8"
 //
 // Prefixes inside ::ffff:0:0/96 or 64:ff9b::/96 are rewritten as IPv4; the
-// whole /96 is refused. No entry opens the Lambda Runtime API
-// (AWS_LAMBDA_RUNTIME_API, default 127.0.0.1:9001).
+// whole /96 is refused. No entry opens an unspecified address (0.0.0.0,
+// ::), the Lambda Runtime API (AWS_LAMBDA_RUNTIME_API, default
+// 127.0.0.1:9001), or any loopback address on the Runtime API's port.
 package guard

@@ -65,7 +65,7 @@ func (e *DeniedError) Unwrap() error { return ErrDenied }
 // set with no allow entries. Build one with [NewPolicy].
 type Policy struct {
 	allow      []allowEntry
-	runtimeAPI []netip.AddrPort // never allowed; defaultRuntimeAPI when empty
+	runtimeAPI []netip.AddrPort // never allowed, nor loopback on its port; defaultRuntimeAPI when empty
 }
 
 type allowEntry struct {
@@ -86,7 +86,8 @@ func (e allowEntry) String() string {
 // NewPolicy returns a Policy allowing the given entries ahead of the deny set.
 // An entry is "PREFIX" or "PREFIX:PORT"; an IPv6 prefix with a port is
 // bracketed ("[::1/128]:8080"). NewPolicy reads AWS_LAMBDA_RUNTIME_API
-// (default 127.0.0.1:9001), which no entry can open. It returns an error for
+// (default 127.0.0.1:9001). No entry opens the Runtime API, any loopback
+// address on its port, or an unspecified address. It returns an error for
 // an invalid entry or an unparsable AWS_LAMBDA_RUNTIME_API.
 func NewPolicy(allow ...string) (*Policy, error) {
 	p := &Policy{}
@@ -138,8 +139,10 @@ func (p *Policy) String() string {
 
 // Check returns nil if addr may be dialed on network, else a *[DeniedError].
 // Only "tcp4" and "tcp6" pass. IPv4-mapped and NAT64 (64:ff9b::/96)
-// addresses are judged by their embedded IPv4. Order: the Runtime API is
-// refused, then allow entries admit, then the deny set refuses.
+// addresses are judged by their embedded IPv4. Order: the Runtime API (its
+// address, and any loopback or unspecified address, on its port) and the
+// unspecified addresses are refused, then allow entries admit, then the deny
+// set refuses.
 func (p *Policy) Check(network string, addr netip.AddrPort) error {
 	deny := func(r Reason) error {
 		d := &DeniedError{Network: network, Port: int(addr.Port()), Reason: r}
@@ -165,6 +168,9 @@ func (p *Policy) Check(network string, addr netip.AddrPort) error {
 	if p.isRuntimeAPI(e, port) {
 		return deny(ReasonRuntimeAPI)
 	}
+	if e.IsUnspecified() {
+		return deny(ReasonUnspecified)
+	}
 	if p != nil {
 		for _, ent := range p.allow {
 			if ent.prefix.Contains(e) && (ent.port == 0 || ent.port == port) {
@@ -187,12 +193,16 @@ func (p *Policy) checkString(network, address string) error {
 	return p.Check(network, ap)
 }
 
+// isRuntimeAPI reports whether the effective address e on port reaches the
+// Runtime API: its configured address, or any loopback or unspecified address
+// (a connect to 0.0.0.0 or :: lands on loopback), on its port.
 func (p *Policy) isRuntimeAPI(e netip.Addr, port uint16) bool {
-	if p == nil || len(p.runtimeAPI) == 0 {
-		return e == defaultRuntimeAPI.Addr() && port == defaultRuntimeAPI.Port()
+	rts := []netip.AddrPort{defaultRuntimeAPI}
+	if p != nil && len(p.runtimeAPI) > 0 {
+		rts = p.runtimeAPI
 	}
-	for _, rt := range p.runtimeAPI {
-		if e == rt.Addr() && port == rt.Port() {
+	for _, rt := range rts {
+		if port == rt.Port() && (e == rt.Addr() || e.IsLoopback() || e.IsUnspecified()) {
 			return true
 		}
 	}
@@ -295,10 +305,7 @@ func parseRuntimeAPI(v string) ([]netip.AddrPort, error) {
 		return nil, fmt.Errorf("guard: %s=%q: bad port", envRuntimeAPI, v)
 	}
 	if host == "localhost" {
-		return []netip.AddrPort{
-			netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)),
-			netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port)),
-		}, nil
+		return []netip.AddrPort{netip.AddrPortFrom(defaultRuntimeAPI.Addr(), uint16(port))}, nil
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil || a.Zone() != "" {

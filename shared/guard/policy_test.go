@@ -283,23 +283,76 @@ func TestCheckAllowEntries(t *testing.T) {
 		},
 		{
 			name:  "runtime API default never opened",
-			allow: []string{"127.0.0.0/8", "0.0.0.0/0"},
+			allow: []string{"127.0.0.0/8", "0.0.0.0/0", "::/0", "[::1/128]:9001"},
 			checks: map[string]string{
 				"127.0.0.1:9001":          "runtime-api",
 				"[::ffff:127.0.0.1]:9001": "runtime-api",
 				"[64:ff9b::7f00:1]:9001":  "runtime-api",
+				"127.0.0.0:9001":          "runtime-api", // first of 127/8
+				"127.0.0.2:9001":          "runtime-api", // reaches a listener on 0.0.0.0
+				"127.255.255.255:9001":    "runtime-api", // last of 127/8
+				"[::1]:9001":              "runtime-api",
+				"0.0.0.0:9001":            "runtime-api", // connect lands on 127.0.0.1
+				"[::]:9001":               "runtime-api", // connect lands on ::1
+				"[::ffff:0.0.0.0]:9001":   "runtime-api",
+				"126.255.255.255:9001":    "allowed", // just outside 127/8
+				"128.0.0.0:9001":          "allowed", // just outside 127/8
+				"0.0.0.1:9001":            "allowed", // in 0/8, not unspecified
+				"[::2]:9001":              "allowed",
 				"127.0.0.1:9002":          "allowed",
-				"127.0.0.2:9001":          "allowed",
+				"127.0.0.2:9000":          "allowed",
+				"[::1]:9002":              "allowed",
+			},
+		},
+		{
+			name:  "unspecified never opened",
+			allow: []string{"0.0.0.0/0", "::/0", "0.0.0.0/32", "[::/128]:8080"},
+			checks: map[string]string{
+				"0.0.0.0:8080":              "unspecified",
+				"0.0.0.0:443":               "unspecified",
+				"[::]:8080":                 "unspecified",
+				"[::]:443":                  "unspecified",
+				"[::ffff:0.0.0.0]:8080":     "unspecified",
+				"[64:ff9b::]:8080":          "unspecified", // NAT64 form of 0.0.0.0
+				"0.0.0.1:8080":              "allowed",     // just above 0.0.0.0
+				"[::1]:8080":                "allowed",     // just above ::
+				"[::ffff:127.0.0.1]:8080":   "allowed",
+				"255.255.255.255:8080":      "allowed",
+				"[2606:4700:4700::1]:8080":  "allowed",
+				"[64:ff9b::8.8.8.8]:8080":   "allowed",
+				"[64:ff9b::127.0.0.1]:9001": "runtime-api",
 			},
 		},
 		{
 			name:       "runtime API from environment",
 			runtimeAPI: "169.254.100.1:9001",
-			allow:      []string{"169.254.0.0/16", "127.0.0.0/8"},
+			allow:      []string{"169.254.0.0/16", "127.0.0.0/8", "::1/128", "0.0.0.0/0"},
 			checks: map[string]string{
-				"169.254.100.1:9001": "runtime-api",
-				"169.254.100.1:9002": "allowed",
-				"127.0.0.1:9001":     "allowed", // not the Runtime API in this environment
+				"169.254.100.1:9001":            "runtime-api",
+				"[::ffff:169.254.100.1]:9001":   "runtime-api",
+				"169.254.100.1:9002":            "allowed",
+				"169.254.100.2:9001":            "allowed",
+				"127.0.0.1:9001":                "runtime-api", // loopback on the Runtime API port
+				"127.0.0.2:9001":                "runtime-api",
+				"[::1]:9001":                    "runtime-api",
+				"0.0.0.0:9001":                  "runtime-api",
+				"[::]:9001":                     "runtime-api",
+				"127.0.0.1:9002":                "allowed",
+				"0.0.0.0:9002":                  "unspecified",
+				"[64:ff9b::169.254.100.1]:9001": "runtime-api",
+			},
+		},
+		{
+			name:       "runtime API as IPv6 loopback",
+			runtimeAPI: "[::1]:9009",
+			allow:      []string{"127.0.0.0/8", "::1/128"},
+			checks: map[string]string{
+				"[::1]:9009":     "runtime-api",
+				"127.0.0.1:9009": "runtime-api",
+				"127.1.2.3:9009": "runtime-api",
+				"[::]:9009":      "runtime-api",
+				"127.0.0.1:9001": "allowed", // not the Runtime API port in this environment
+				"[::1]:9001":     "allowed",
 			},
 		},
 		{
@@ -307,9 +360,13 @@ func TestCheckAllowEntries(t *testing.T) {
 			runtimeAPI: "localhost:9009",
 			allow:      []string{"127.0.0.0/8", "::1/128"},
 			checks: map[string]string{
-				"127.0.0.1:9009": "runtime-api",
-				"[::1]:9009":     "runtime-api",
-				"127.0.0.1:9001": "allowed",
+				"127.0.0.1:9009":          "runtime-api",
+				"127.0.0.53:9009":         "runtime-api",
+				"[::1]:9009":              "runtime-api",
+				"[::ffff:127.0.0.1]:9009": "runtime-api",
+				"0.0.0.0:9009":            "runtime-api",
+				"[::]:9009":               "runtime-api",
+				"127.0.0.1:9001":          "allowed",
 			},
 		},
 		{
