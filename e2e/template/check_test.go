@@ -3,6 +3,7 @@ package template
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,10 @@ var (
 	terminalTypes = []string{"invalid_request_error", "mcp_egress_denied_error", "mcp_authentication_failed_error"}
 )
 
+// taskTokenActions are the only actions granted on Resource "*": IAM has no
+// resource type for them (docs/operations.md).
+var taskTokenActions = []string{"states:SendTaskFailure", "states:SendTaskSuccess"}
+
 // check returns every violated rule of the template, each a line naming the
 // resource; root is the directory template paths are relative to.
 func check(d doc, root string) []string {
@@ -32,6 +37,7 @@ func check(d doc, root string) []string {
 	p.functions(d, dlqOf, root)
 	p.tables(d)
 	p.stateMachines(d, root)
+	p.policies(d)
 	sort.Strings(p)
 	return p
 }
@@ -285,4 +291,111 @@ func matching(list any, typ string) map[string]any {
 func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
+}
+
+// policies checks every inline IAM statement: no action wildcards, no
+// NotAction or NotResource, task-token actions only on Resource "*", and
+// Resource "*" only in a statement granting exactly taskTokenActions.
+func (p *problems) policies(d doc) {
+	rs, _ := d["Resources"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(rs)) {
+		for _, st := range statements(rs[name]) {
+			p.statement(name, st)
+		}
+	}
+}
+
+func (p *problems) statement(res string, st map[string]any) {
+	where := fmt.Sprintf("%s statement %v", res, st["Sid"])
+	for _, k := range []string{"NotAction", "NotResource", "NotPrincipal"} {
+		if _, ok := st[k]; ok {
+			p.addf("%s: %s is not allowed", where, k)
+		}
+	}
+	var actions []string
+	for _, a := range oneOrMany(st["Action"]) {
+		s, _ := a.(string)
+		if strings.Contains(s, "*") {
+			p.addf("%s: action wildcard %q", where, s)
+		}
+		actions = append(actions, s)
+	}
+	slices.Sort(actions)
+	resources := oneOrMany(st["Resource"])
+	wildcard := slices.ContainsFunc(resources, isWildcard)
+	tokenActions := slices.ContainsFunc(actions, func(a string) bool { return slices.Contains(taskTokenActions, a) })
+	switch {
+	case wildcard:
+		var extra []string
+		for k := range st {
+			if !slices.Contains([]string{"Sid", "Effect", "Action", "Resource"}, k) {
+				extra = append(extra, k)
+			}
+		}
+		slices.Sort(extra)
+		if !slices.Equal(actions, taskTokenActions) || len(resources) != 1 || st["Effect"] != "Allow" || len(extra) > 0 {
+			p.addf(`%s: Resource "*" only in an Allow statement of its own for exactly %v; got actions %v, resources %v, keys %v`,
+				where, taskTokenActions, actions, resources, extra)
+		}
+	case tokenActions:
+		p.addf(`%s: %v take no resource-level scoping: grant them on Resource "*", not %v`, where, taskTokenActions, resources)
+	}
+}
+
+// statements returns the inline policy statements of a resource: a role's
+// Policies, a policy's PolicyDocument, and documents in a SAM Policies list;
+// both branches of an Fn::If count. SAM policy templates are skipped.
+func statements(r any) []map[string]any {
+	var docs []any
+	if d := path(r, "Properties", "PolicyDocument"); d != nil {
+		docs = append(docs, d)
+	}
+	for _, pol := range oneOrMany(path(r, "Properties", "Policies")) {
+		if d := path(pol, "PolicyDocument"); d != nil {
+			docs = append(docs, d)
+		} else if path(pol, "Statement") != nil {
+			docs = append(docs, pol)
+		}
+	}
+	var out []map[string]any
+	for _, d := range docs {
+		for _, st := range oneOrMany(path(d, "Statement")) {
+			out = append(out, branches(st)...)
+		}
+	}
+	return out
+}
+
+// branches returns v's statement maps, looking into both values of an Fn::If.
+func branches(v any) []map[string]any {
+	if args := asSlice(path(v, "Fn::If")); len(args) == 3 {
+		return append(branches(args[1]), branches(args[2])...)
+	}
+	if m, ok := v.(map[string]any); ok && path(m, "Ref") == nil {
+		return []map[string]any{m}
+	}
+	return nil
+}
+
+// oneOrMany returns a list as is and a single value as a one-element list.
+func oneOrMany(v any) []any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return v
+	default:
+		return []any{v}
+	}
+}
+
+// isWildcard reports whether a Resource value is "*", literally or via !Sub.
+func isWildcard(v any) bool {
+	if s, ok := v.(string); ok {
+		return s == "*"
+	}
+	if s, ok := path(v, "Fn::Sub").(string); ok {
+		return s == "*"
+	}
+	return false
 }

@@ -69,7 +69,7 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		service   string
 		api       reflect.Type
 		only      []string // when set, the statement grants this subset of api
-		resource  string   // logical id the statement is scoped to; "" for a Sub ARN
+		resource  string   // logical id the statement is scoped to; "" for a Sub ARN; "*" for exactly "*"
 	}{
 		{"DiscoverRole", "Catalog", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), nil, "CatalogTable"},
 		{"CallRole", "CatalogRead", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), []string{"GetItem", "Query"}, "CatalogTable"},
@@ -78,8 +78,8 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"CallRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
 		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "DiscoverDLQ"},
 		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "CallDLQ"},
-		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, ""},
-		{"CallRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, ""},
+		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, "*"}, // no resource type in IAM
+		{"CallRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, "*"},     // no resource type in IAM
 		{"CallRole", "Results", "s3", reflect.TypeFor[render.ObjectPutter](), nil, ""},
 	}
 	for _, tt := range tests {
@@ -112,12 +112,19 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
-			if tt.resource != "" {
-				if id, _, _ := refName(path(st, "Resource")); id != tt.resource {
-					t.Errorf("Resource %v, want %s", path(st, "Resource"), tt.resource)
+			switch res := path(st, "Resource"); tt.resource {
+			case "*":
+				if res != "*" {
+					t.Errorf("Resource %v, want \"*\"", res)
 				}
-			} else if _, ok := path(st, "Resource", "Fn::Sub").(string); !ok {
-				t.Errorf("Resource %v, want a scoped !Sub ARN", path(st, "Resource"))
+			case "":
+				if sub, ok := path(res, "Fn::Sub").(string); !ok || sub == "*" {
+					t.Errorf("Resource %v, want a scoped !Sub ARN", res)
+				}
+			default:
+				if id, _, _ := refName(res); id != tt.resource {
+					t.Errorf("Resource %v, want %s", res, tt.resource)
+				}
 			}
 		})
 	}

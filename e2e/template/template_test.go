@@ -29,6 +29,7 @@ func TestTemplateHoldsBudgetsAndDLQRules(t *testing.T) {
 		"AWS::SQS::Queue":               4,
 		"AWS::DynamoDB::Table":          2,
 		"AWS::Serverless::StateMachine": 2,
+		"AWS::IAM::Role":                2,
 	} {
 		if n := len(d.resources(typ)); n < min {
 			t.Errorf("template.yaml has %d %s, want at least %d", n, typ, min)
@@ -151,6 +152,60 @@ func TestCheckCatchesBrokenTemplates(t *testing.T) {
 			name:   "x86 build",
 			mutate: func(d doc) { set(d, []any{"x86_64"}, "Globals", "Function", "Architectures") },
 			want:   "Architectures [x86_64], want [arm64]",
+		},
+		{
+			name: "task tokens scoped to state machines",
+			mutate: func(d doc) {
+				statement(d, "CallRole", "TaskTokens")["Resource"] = map[string]any{
+					"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-*",
+				}
+			},
+			want: "CallRole statement TaskTokens: [states:SendTaskFailure states:SendTaskSuccess] take no resource-level scoping",
+		},
+		{
+			name: "one task-token action scoped",
+			mutate: func(d doc) {
+				statement(d, "DiscoverRole", "DeadLetters")["Action"] = []any{"sqs:SendMessage", "states:SendTaskFailure"}
+			},
+			want: "DiscoverRole statement DeadLetters: [states:SendTaskFailure states:SendTaskSuccess] take no resource-level scoping",
+		},
+		{
+			name: "another action on the task-token wildcard",
+			mutate: func(d doc) {
+				statement(d, "DiscoverRole", "TaskTokens")["Action"] = []any{"states:SendTaskSuccess", "states:SendTaskFailure", "states:StopExecution"}
+			},
+			want: `DiscoverRole statement TaskTokens: Resource "*" only in an Allow statement of its own`,
+		},
+		{
+			name: "task-token wildcard beside another resource",
+			mutate: func(d doc) {
+				statement(d, "CallRole", "TaskTokens")["Resource"] = []any{"*", map[string]any{"Fn::GetAtt": []any{"CallDLQ", "Arn"}}}
+			},
+			want: `CallRole statement TaskTokens: Resource "*" only in an Allow statement of its own`,
+		},
+		{
+			name:   "wildcard on another statement",
+			mutate: func(d doc) { statement(d, "CallRole", "Logs")["Resource"] = "*" },
+			want:   `CallRole statement Logs: Resource "*" only in an Allow statement of its own`,
+		},
+		{
+			name:   "wildcard through !Sub inside an If",
+			mutate: func(d doc) { statement(d, "CallRole", "Results")["Resource"] = map[string]any{"Fn::Sub": "*"} },
+			want:   `CallRole statement Results: Resource "*" only in an Allow statement of its own`,
+		},
+		{
+			name:   "action wildcard",
+			mutate: func(d doc) { statement(d, "DiscoverRole", "Queue")["Action"] = "sqs:*" },
+			want:   `DiscoverRole statement Queue: action wildcard "sqs:*"`,
+		},
+		{
+			name: "NotResource",
+			mutate: func(d doc) {
+				st := statement(d, "CallRole", "Vaults")
+				st["NotResource"] = st["Resource"]
+				delete(st, "Resource")
+			},
+			want: "CallRole statement Vaults: NotResource is not allowed",
 		},
 		{
 			name: "missing definition substitution",
