@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
@@ -21,9 +19,9 @@ func TestNoSecretInLogs(t *testing.T) {
 	)
 	s := newStack(t, nil)
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: goodToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"good", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: goodToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"wrong", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: wrongToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"near", worktest.VaultCredential{ServerURL: secured.URL + "/other", Token: wrongToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: goodToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: wrongToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: secured.URL + "/other", Token: wrongToken})
 
 	bodies := []string{
 		callBody(map[string]any{"server_url": secured.URL + "?" + query, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{"near", "good"}}),
@@ -34,26 +32,13 @@ func TestNoSecretInLogs(t *testing.T) {
 		callBody(map[string]any{"server_url": "https://[::1]/mcp?" + query, "tool_name": "echo"}),
 		callBody(map[string]any{"server_url": secured.URL + "?" + query, "tool_name": "echo", "vault_ids": []string{"wrong"}, "task_token": "tok"}),
 	}
-	var seen []string
-	for _, b := range bodies {
-		out, err := s.invoke(t, []byte(b), time.Minute)
-		seen = append(seen, string(worktest.Payload(out)), fmt.Sprint(err))
-	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), time.Minute)
-	seen = append(seen, string(worktest.Payload(out)), fmt.Sprint(err))
-	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 2) {
-		seen = append(seen, fmt.Sprint(m.Attributes))
-	}
-	for _, r := range s.tasks.Reports() {
-		seen = append(seen, string(r.Output), r.Error, r.Cause)
-	}
-	seen = append(seen, s.logs.String(), s.metrics.String())
+	seen := s.Outputs(t, bodies, 2)
 	all := strings.Join(seen, "\n")
 
 	if secured.CallCount("echo") == 0 {
 		t.Fatal("the good token never reached the server: the canary proves nothing")
 	}
-	if !strings.Contains(s.logs.String(), "credential hint") {
+	if !strings.Contains(s.Logs.String(), "credential hint") {
 		t.Error("no credential hint logged: the hint path is not covered")
 	}
 	for _, canary := range []string{goodToken, wrongToken, "canary-query-secret"} {

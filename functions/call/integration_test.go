@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -14,15 +13,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
-	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
@@ -31,111 +24,36 @@ import (
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
-var (
-	motoOnce sync.Once
-	motoSrv  *awstest.Moto
-	motoErr  error
-)
-
-// sharedMoto starts one moto server for the package on first use.
-func sharedMoto(t *testing.T) *awstest.Moto {
-	t.Helper()
-	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
-	if motoErr != nil {
-		t.Fatalf("moto: %v", motoErr)
-	}
-	return motoSrv
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if motoSrv != nil {
-		if err := motoSrv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(worktest.Main(m)) }
 
 // stack is the call function wired as main wires it, over moto (DynamoDB
 // catalog and ledger, SQS dead-letter queue, Secrets Manager vaults) and
 // real MCP servers on loopback, which its guard policy allows.
 type stack struct {
+	*worktest.Stack
 	handler *Handler
-	runner  *work.Runner
-	cfg     work.Config
-	tasks   *worktest.Tasks
-	logs    *worktest.Lines
-	metrics *worktest.Lines
-	sqs     *sqs.Client
-	dlq     string
-	secrets *secretsmanager.Client
-	prefix  string
-	store   *catalog.Dynamo
-	ddb     *dynamodb.Client
 	calls   string
 	ledger  *ledger.Dynamo
 }
 
 func newStack(t *testing.T, tweak func(*work.Config)) *stack {
 	t.Helper()
-	m := sharedMoto(t)
-	ctx := t.Context()
-	awsCfg := m.Config(ctx)
-	s := &stack{
-		tasks:   &worktest.Tasks{},
-		logs:    &worktest.Lines{},
-		metrics: &worktest.Lines{},
-		sqs:     sqs.NewFromConfig(awsCfg),
-		secrets: secretsmanager.NewFromConfig(awsCfg),
-		prefix:  worktest.UniqueName("vaults") + "/",
-		ddb:     dynamodb.NewFromConfig(awsCfg),
-		calls:   worktest.UniqueName("calls"),
-	}
-	s.dlq = worktest.NewQueue(t, s.sqs, "call-dlq")
-	s.store = catalogtest.NewDynamo(t, m)
-	if err := ledger.CreateTable(ctx, s.ddb, s.calls); err != nil {
+	s := &stack{Stack: worktest.NewStack(t, "call"), calls: worktest.UniqueName("calls")}
+	if err := ledger.CreateTable(t.Context(), s.DDB, s.calls); err != nil {
 		t.Fatal(err)
 	}
-	s.ledger = ledger.NewDynamo(s.ddb, s.calls, time.Minute)
-	policy, err := guard.NewPolicy("127.0.0.1/32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := guard.NewClientWithPolicy(policy, mcp.CallTimeout)
-	t.Cleanup(client.CloseIdleConnections)
-	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
+	s.ledger = ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 	s.handler = &Handler{
 		Connect:     work.ConnectMCP[Conn],
-		HTTPClient:  client,
-		Policy:      policy,
-		Catalog:     s.store,
-		Credentials: vault.NewResolver(s.secrets, s.prefix),
+		HTTPClient:  s.Client(t, mcp.CallTimeout),
+		Policy:      s.Policy,
+		Catalog:     s.Store,
+		Credentials: vault.NewResolver(s.Secrets, s.Prefix),
 		Ledger:      s.ledger,
-		Logger:      logger,
+		Logger:      s.Logger,
 	}
-	s.cfg = work.Config{
-		Function: "call",
-		DLQURL:   s.dlq,
-		Queue:    s.sqs,
-		Tasks:    s.tasks,
-		Logger:   logger,
-		Metrics:  s.metrics,
-	}
-	if tweak != nil {
-		tweak(&s.cfg)
-	}
-	if s.runner, err = work.NewRunner(s.cfg, s.handler); err != nil {
-		t.Fatal(err)
-	}
+	s.Start(t, s.handler, tweak)
 	return s
-}
-
-func (s *stack) invoke(t *testing.T, payload []byte, timeout time.Duration) (any, error) {
-	t.Helper()
-	ctx, cancel := worktest.Context(t.Context(), "req-"+worktest.UniqueName("it"), timeout)
-	defer cancel()
-	return s.runner.Handle(ctx, payload)
 }
 
 // discover stores the fixture's real listing as catalog id.
@@ -150,29 +68,12 @@ func (s *stack) discover(t *testing.T, id string, srv *mcptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.store.Put(t.Context(), id, catalog.Discovery{Listing: listing, ProtocolVersion: conn.Stats().ProtocolVersion}); err != nil {
+	if _, err := s.Store.Put(t.Context(), id, catalog.Discovery{Listing: listing, ProtocolVersion: conn.Stats().ProtocolVersion}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func callBody(fields map[string]any) string {
-	b, err := json.Marshal(fields)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-// wireType is the errorType aws-lambda-go reports for err.
-func wireType(err error) string {
-	if err == nil {
-		return ""
-	}
-	if ive, ok := err.(messages.InvokeResponse_Error); ok {
-		return ive.Type
-	}
-	return fmt.Sprintf("%T", err)
-}
+func callBody(fields map[string]any) string { return string(worktest.Payload(fields)) }
 
 // cause is one real way a call fails, and the wire type it must produce.
 type cause struct {
@@ -198,7 +99,7 @@ func realCauses() []cause {
 		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
 			id := worktest.UniqueName("wrong")
-			worktest.PutVault(t, s.secrets, s.prefix+id, worktest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
+			worktest.PutVault(t, s.Secrets, s.Prefix+id, worktest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
 		}, "mcp_authentication_failed_error"},
 		{"nothing listens on the port", func(t *testing.T, s *stack) string {
@@ -210,7 +111,7 @@ func realCauses() []cause {
 		{"another delivery holds the call", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
 			id := worktest.UniqueName("toolu")
-			other := ledger.NewDynamo(s.ddb, s.calls, time.Minute)
+			other := ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 			if _, err := other.Begin(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
@@ -227,44 +128,13 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 	for _, c := range realCauses() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("direct", func(t *testing.T) {
-				_, err := s.invoke(t, []byte(c.body(t, s)), time.Minute)
-				if got := wireType(err); got != c.wants {
+				_, err := s.Invoke(t, []byte(c.body(t, s)), time.Minute)
+				if got := worktest.WireType(err); got != c.wants {
 					t.Errorf("errorType = %q (%v), want %q", got, err, c.wants)
 				}
 			})
-			t.Run("sqs", func(t *testing.T) {
-				body := c.body(t, s)
-				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(body)), time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				failed := out.(events.SQSEventResponse).BatchItemFailures
-				dead := worktest.Drain(t, s.sqs, s.dlq, 0)
-				if work.ErrorType(c.wants).Permanent() {
-					dead = worktest.Drain(t, s.sqs, s.dlq, 1)
-					if len(failed) != 0 || len(dead) != 1 || dead[0].Body != body || dead[0].Attributes["mcpfn.error_type"] != c.wants {
-						t.Errorf("failures %v, dead letters %+v; want the record in the DLQ with %s", failed, dead, c.wants)
-					}
-				} else if len(failed) != 1 || failed[0].ItemIdentifier != "msg-0" || len(dead) != 0 {
-					t.Errorf("failures %v, dead letters %+v; want msg-0 back in the queue", failed, dead)
-				}
-			})
-			t.Run("task token", func(t *testing.T) {
-				s.tasks.Reset()
-				var body map[string]any
-				if err := json.Unmarshal([]byte(c.body(t, s)), &body); err != nil {
-					t.Fatal(err)
-				}
-				body["task_token"] = "token-" + c.name
-				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(string(worktest.Payload(body)))), time.Minute)
-				if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
-					t.Fatalf("Handle = %v, %v; want the record done", out, err)
-				}
-				reports := s.tasks.Reports()
-				if len(reports) != 1 || reports[0].Error != c.wants {
-					t.Errorf("task reports %+v, want one failure %s", reports, c.wants)
-				}
-			})
+			t.Run("sqs", func(t *testing.T) { s.CheckRecord(t, c.body(t, s), c.wants) })
+			t.Run("task token", func(t *testing.T) { s.CheckTaskFailure(t, c.body(t, s), "token-"+c.name, c.wants) })
 		})
 	}
 }
@@ -276,7 +146,7 @@ func TestBatchOfTen(t *testing.T) {
 	causes := realCauses()
 	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: "s3cr3t"})
-	worktest.PutVault(t, s.secrets, s.prefix+"team", worktest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"team", worktest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
 	bodies := []string{
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "echo", "arguments": map[string]string{"text": "zero"}, "tool_use_id": "toolu_b0"}),
 		callBody(map[string]any{"server_url": secured.URL, "tool_name": "echo", "arguments": map[string]string{"text": "one"}, "vault_ids": []string{"team"}}),
@@ -289,7 +159,7 @@ func TestBatchOfTen(t *testing.T) {
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "fail", "tool_use_id": "toolu_b8"}),
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "nonexistent", "tool_use_id": "toolu_b9", "task_token": "tok-9"}),
 	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), time.Minute)
+	out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,14 +171,14 @@ func TestBatchOfTen(t *testing.T) {
 		t.Errorf("batch item failures (-want +got):\n%s", diff)
 	}
 	var dead []string
-	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 3) {
+	for _, m := range worktest.Drain(t, s.SQS, s.DLQ, 3) {
 		dead = append(dead, m.Attributes["mcpfn.source_message_id"]+" "+m.Attributes["mcpfn.error_type"])
 	}
 	wantDead := []string{"msg-2 invalid_request_error", "msg-3 mcp_egress_denied_error", "msg-4 mcp_authentication_failed_error"}
 	if diff := cmp.Diff(wantDead, slices.Sorted(slices.Values(dead))); diff != "" {
 		t.Errorf("dead letters (-want +got):\n%s", diff)
 	}
-	reports := s.tasks.Reports()
+	reports := s.Tasks.Reports()
 	if len(reports) != 1 || reports[0].TaskToken != "tok-9" || reports[0].Error != "" ||
 		!strings.Contains(string(reports[0].Output), `"is_error":true`) {
 		t.Errorf("task reports %+v, want tok-9 succeeding with a refusal (unknown tool) as is_error", reports)
@@ -331,7 +201,7 @@ func TestDeadlineTooShort(t *testing.T) {
 	for i := range 4 {
 		bodies = append(bodies, callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 2000}, "tool_use_id": fmt.Sprintf("toolu_slow%d", i)}))
 	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8900*time.Millisecond)
+	out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8900*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +215,7 @@ func TestDeadlineTooShort(t *testing.T) {
 	if n := srv.CallCount("slow"); n != 2 {
 		t.Errorf("slow ran %d times, want 2", n)
 	}
-	for _, sum := range s.logs.Summaries() {
+	for _, sum := range s.Logs.Summaries() {
 		want := "succeeded"
 		if sum["work_item"] == "msg-2" || sum["work_item"] == "msg-3" {
 			want = "not_started"
@@ -364,11 +234,11 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Run("redelivered message", func(t *testing.T) {
 		ev := worktest.Payload(worktest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "once"}, "task_token": "tok-a"})))
 		for range 2 {
-			if out, err := s.invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+			if out, err := s.Invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
 				t.Fatalf("Handle = %v, %v", out, err)
 			}
 		}
-		reports := s.tasks.Reports()
+		reports := s.Tasks.Reports()
 		if len(reports) != 2 || string(reports[0].Output) != string(reports[1].Output) {
 			t.Errorf("reports %+v, want the same output twice", reports)
 		}
@@ -382,14 +252,14 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 		results := make([]any, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
-			wg.Go(func() { results[i], errs[i] = s.invoke(t, []byte(body), time.Minute) })
+			wg.Go(func() { results[i], errs[i] = s.Invoke(t, []byte(body), time.Minute) })
 		}
 		wg.Wait()
-		types := []string{wireType(errs[0]), wireType(errs[1])}
+		types := []string{worktest.WireType(errs[0]), worktest.WireType(errs[1])}
 		if !(types[0] == "" && types[1] == "internal_error" || types[0] == "internal_error" && types[1] == "") {
 			t.Errorf("error types %q, want one success and one internal_error (in progress)", types)
 		}
-		again, err := s.invoke(t, []byte(body), time.Minute)
+		again, err := s.Invoke(t, []byte(body), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,15 +286,15 @@ func TestCatalogGatesTheCall(t *testing.T) {
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	s.discover(t, "fixture", srv)
 	before := srv.Requests()
-	_, err := s.invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "rm_rf", "catalog_id": "fixture"})), time.Minute)
+	_, err := s.Invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "rm_rf", "catalog_id": "fixture"})), time.Minute)
 	if ive, ok := err.(messages.InvokeResponse_Error); !ok || ive.Type != "invalid_request_error" || !strings.Contains(ive.Message, `"rm_rf"`) {
 		t.Errorf("error = %v, want invalid_request_error naming rm_rf", err)
 	}
 	if srv.Requests() != before {
 		t.Errorf("the server got %d requests for a refused tool", srv.Requests()-before)
 	}
-	s.logs.Reset()
-	out, err := s.invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "add", "arguments": map[string]int{"a": 2, "b": 3}, "catalog_id": "fixture", "tool_use_id": "toolu_add"})), time.Minute)
+	s.Logs.Reset()
+	out, err := s.Invoke(t, []byte(callBody(map[string]any{"server_url": srv.URL, "tool_name": "add", "arguments": map[string]int{"a": 2, "b": 3}, "catalog_id": "fixture", "tool_use_id": "toolu_add"})), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +302,7 @@ func TestCatalogGatesTheCall(t *testing.T) {
 	if want := `{"type":"tool_result","tool_use_id":"toolu_add","is_error":false,"content":[{"type":"text","text":"5"},{"type":"text","text":"{\"sum\":5}"}]}`; string(got) != want {
 		t.Errorf("result %s, want %s", got, want)
 	}
-	if sums := s.logs.Summaries(); len(sums) != 1 || sums[0]["protocol_version"] != "2026-07-28" || sums[0]["catalog_version"] == "" {
+	if sums := s.Logs.Summaries(); len(sums) != 1 || sums[0]["protocol_version"] != "2026-07-28" || sums[0]["catalog_version"] == "" {
 		t.Errorf("summaries %v, want one with protocol 2026-07-28 and the catalog version", sums)
 	}
 }

@@ -41,7 +41,7 @@ func TestRenderEveryContentType(t *testing.T) {
 		if c.args != nil {
 			req["arguments"] = c.args
 		}
-		out, err := s.invoke(t, worktest.Payload(req), time.Minute)
+		out, err := s.Invoke(t, worktest.Payload(req), time.Minute)
 		if err != nil {
 			t.Fatalf("%s: %v", c.tool, err)
 		}
@@ -62,7 +62,7 @@ func TestOversizedResult(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		s := newStack(t, nil)
 		s.handler.Render.MaxBytes = 4096
-		out, err := s.invoke(t, req("toolu_trunc"), time.Minute)
+		out, err := s.Invoke(t, req("toolu_trunc"), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,29 +70,28 @@ func TestOversizedResult(t *testing.T) {
 		if len(b) > 4096 || !strings.Contains(string(b), "[truncated:") {
 			t.Errorf("result is %d bytes; want at most 4096 with a truncation marker:\n%.300s", len(b), b)
 		}
-		if sum := s.logs.Summaries()[0]; sum["truncated"] != true {
+		if sum := s.Logs.Summaries()[0]; sum["truncated"] != true {
 			t.Errorf("summary %v, want truncated", sum)
 		}
 	})
 
 	t.Run("stored in S3", func(t *testing.T) {
 		s := newStack(t, nil)
-		m := sharedMoto(t)
-		objects := s3.NewFromConfig(m.Config(t.Context()), func(o *s3.Options) { o.UsePathStyle = true })
+		objects := s3.NewFromConfig(s.Moto.Config(t.Context()), func(o *s3.Options) { o.UsePathStyle = true })
 		bucket := worktest.UniqueName("results")
 		if _, err := objects.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatal(err)
 		}
 		s.handler.Render.MaxBytes = 4096
 		s.handler.Render.Bucket, s.handler.Render.Objects, s.handler.Render.KeyPrefix = bucket, objects, ResultsKeyPrefix
-		out, err := s.invoke(t, req("toolu_store"), time.Minute)
+		out, err := s.Invoke(t, req("toolu_store"), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b := worktest.Payload(out); !strings.Contains(string(b), "s3://"+bucket+"/results/toolu_store/") {
 			t.Errorf("result %s does not reference the stored object", b)
 		}
-		sum := s.logs.Summaries()[0]
+		sum := s.Logs.Summaries()[0]
 		key, _ := sum["stored_key"].(string)
 		obj, err := objects.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		if err != nil {

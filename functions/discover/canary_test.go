@@ -21,9 +21,9 @@ func TestNoSecretInLogs(t *testing.T) {
 	)
 	s := newStack(t)
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: goodToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"good", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: goodToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"wrong", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: wrongToken})
-	worktest.PutVault(t, s.secrets, s.prefix+"near", worktest.VaultCredential{ServerURL: secured.URL + "/other", Token: wrongToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: goodToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: wrongToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: secured.URL + "/other", Token: wrongToken})
 
 	bodies := []string{
 		body(map[string]any{"catalog_id": "good", "server_url": secured.URL + "?" + query, "vault_ids": []string{"near", "good"}}),
@@ -33,33 +33,20 @@ func TestNoSecretInLogs(t *testing.T) {
 		body(map[string]any{"catalog_id": "denied", "server_url": "https://[::1]/mcp?" + query}),
 		body(map[string]any{"catalog_id": "wrong", "server_url": secured.URL + "?" + query, "vault_ids": []string{"wrong"}, "task_token": "tok"}),
 	}
-	var seen []string
-	for _, b := range bodies {
-		out, err := s.invoke(t, []byte(b))
-		seen = append(seen, string(worktest.Payload(out)), fmt.Sprint(err))
-	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)))
-	seen = append(seen, string(worktest.Payload(out)), fmt.Sprint(err))
-	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 2) {
-		seen = append(seen, fmt.Sprint(m.Attributes))
-	}
-	for _, r := range s.tasks.Reports() {
-		seen = append(seen, string(r.Output), r.Error, r.Cause)
-	}
+	seen := s.Outputs(t, bodies, 2)
 	for _, id := range []string{"good", "wrong", "closed", "garbage", "denied"} {
-		c, err := s.store.Get(t.Context(), id)
+		c, err := s.Store.Get(t.Context(), id)
 		seen = append(seen, fmt.Sprintf("%+v %v", c, err))
 		if c != nil && c.LastFailure != nil {
 			seen = append(seen, c.LastFailure.Message)
 		}
 	}
-	seen = append(seen, s.logs.String(), s.metrics.String())
 	all := strings.Join(seen, "\n")
 
-	if c, err := s.store.Get(t.Context(), "good"); err != nil || len(c.Tools) == 0 {
+	if c, err := s.Store.Get(t.Context(), "good"); err != nil || len(c.Tools) == 0 {
 		t.Fatalf("the good token did not discover anything (%v): the canary proves nothing", err)
 	}
-	if !strings.Contains(s.logs.String(), "credential hint") {
+	if !strings.Contains(s.Logs.String(), "credential hint") {
 		t.Error("no credential hint logged: the hint path is not covered")
 	}
 	for _, canary := range []string{goodToken, wrongToken, "canary-query-secret"} {

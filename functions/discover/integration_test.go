@@ -4,28 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda/messages"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
-	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/vault"
@@ -33,112 +24,37 @@ import (
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
-var (
-	motoOnce sync.Once
-	motoSrv  *awstest.Moto
-	motoErr  error
-)
-
-// sharedMoto starts one moto server for the package on first use.
-func sharedMoto(t *testing.T) *awstest.Moto {
-	t.Helper()
-	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
-	if motoErr != nil {
-		t.Fatalf("moto: %v", motoErr)
-	}
-	return motoSrv
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if motoSrv != nil {
-		if err := motoSrv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(worktest.Main(m)) }
 
 // stack is the discover function wired as main wires it, over moto
 // (DynamoDB catalog, SQS dead-letter queue, Secrets Manager vaults) and real
 // MCP servers on loopback, which its guard policy allows.
 type stack struct {
+	*worktest.Stack
 	handler *Handler
-	runner  *work.Runner
-	tasks   *worktest.Tasks
-	logs    *worktest.Lines
-	metrics *worktest.Lines
-	sqs     *sqs.Client
-	dlq     string
-	secrets *secretsmanager.Client
-	prefix  string
-	store   *catalog.Dynamo
-	ddb     *dynamodb.Client
 }
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	m := sharedMoto(t)
-	awsCfg := m.Config(t.Context())
-	s := &stack{
-		tasks:   &worktest.Tasks{},
-		logs:    &worktest.Lines{},
-		metrics: &worktest.Lines{},
-		sqs:     sqs.NewFromConfig(awsCfg),
-		secrets: secretsmanager.NewFromConfig(awsCfg),
-		prefix:  worktest.UniqueName("vaults") + "/",
-		ddb:     dynamodb.NewFromConfig(awsCfg),
-	}
-	s.dlq = worktest.NewQueue(t, s.sqs, "discover-dlq")
-	s.store = catalogtest.NewDynamo(t, m)
-	policy, err := guard.NewPolicy("127.0.0.1/32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := guard.NewClientWithPolicy(policy, mcp.DialTimeout)
-	t.Cleanup(client.CloseIdleConnections)
-	logger := slog.New(slog.NewJSONHandler(s.logs, nil))
+	s := &stack{Stack: worktest.NewStack(t, "discover")}
 	s.handler = &Handler{
 		Connect:     work.ConnectMCP[Conn],
-		HTTPClient:  client,
-		Policy:      policy,
-		Store:       s.store,
-		Credentials: vault.NewResolver(s.secrets, s.prefix),
-		Logger:      logger,
+		HTTPClient:  s.Client(t, mcp.DialTimeout),
+		Policy:      s.Policy,
+		Store:       s.Store,
+		Credentials: vault.NewResolver(s.Secrets, s.Prefix),
+		Logger:      s.Logger,
 	}
-	s.runner, err = work.NewRunner(work.Config{
-		Function: "discover",
-		DLQURL:   s.dlq,
-		Queue:    s.sqs,
-		Tasks:    s.tasks,
-		Logger:   logger,
-		Metrics:  s.metrics,
-	}, s.handler)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.Start(t, s.handler, nil)
 	return s
 }
 
 func (s *stack) invoke(t *testing.T, payload []byte) (any, error) {
 	t.Helper()
-	ctx, cancel := worktest.Context(t.Context(), "req-"+worktest.UniqueName("it"), time.Minute)
-	defer cancel()
-	return s.runner.Handle(ctx, payload)
+	return s.Invoke(t, payload, time.Minute)
 }
 
 func body(fields map[string]any) string { return string(worktest.Payload(fields)) }
-
-// wireType is the errorType aws-lambda-go reports for err.
-func wireType(err error) string {
-	if err == nil {
-		return ""
-	}
-	if ive, ok := err.(messages.InvokeResponse_Error); ok {
-		return ive.Type
-	}
-	return fmt.Sprintf("%T", err)
-}
 
 // cursorLoopServer serves go-sdk's tools/list with every page claiming a
 // next page under the same cursor.
@@ -202,7 +118,7 @@ func realCauses() []cause {
 			srv := mcptest.NewServer(t, mcptest.Options{})
 			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": srv.URL})
 		}, tweak: func(s *stack) {
-			s.handler.Store = catalog.NewDynamo(s.ddb, worktest.UniqueName("no-such-table"))
+			s.handler.Store = catalog.NewDynamo(s.DDB, worktest.UniqueName("no-such-table"))
 		}, wants: "internal_error"},
 	}
 }
@@ -220,49 +136,20 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 			t.Run("direct", func(t *testing.T) {
 				b := c.body(t, s)
 				_, err := s.invoke(t, []byte(b))
-				if got := wireType(err); got != c.wants {
+				if got := worktest.WireType(err); got != c.wants {
 					t.Fatalf("errorType = %q (%v), want %q", got, err, c.wants)
 				}
 				if c.stored {
 					var req Request
 					_ = json.Unmarshal([]byte(b), &req)
-					got, gerr := s.store.Get(t.Context(), req.CatalogID)
+					got, gerr := s.Store.Get(t.Context(), req.CatalogID)
 					if gerr != nil || got.LastFailure == nil || got.LastFailure.ErrorType != c.wants {
 						t.Errorf("stored catalog %+v (%v), want the failure recorded as %s", got, gerr, c.wants)
 					}
 				}
 			})
-			t.Run("sqs", func(t *testing.T) {
-				b := c.body(t, s)
-				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(b)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				failed := out.(events.SQSEventResponse).BatchItemFailures
-				if work.ErrorType(c.wants).Permanent() {
-					dead := worktest.Drain(t, s.sqs, s.dlq, 1)
-					if len(failed) != 0 || len(dead) != 1 || dead[0].Body != b || dead[0].Attributes["mcpfn.error_type"] != c.wants {
-						t.Errorf("failures %v, dead letters %+v; want the record in the DLQ with %s", failed, dead, c.wants)
-					}
-				} else if len(failed) != 1 || failed[0].ItemIdentifier != "msg-0" {
-					t.Errorf("failures %v; want msg-0 back in the queue", failed)
-				}
-			})
-			t.Run("task token", func(t *testing.T) {
-				s.tasks.Reset()
-				var fields map[string]any
-				if err := json.Unmarshal([]byte(c.body(t, s)), &fields); err != nil {
-					t.Fatal(err)
-				}
-				fields["task_token"] = "token-" + c.name
-				out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(body(fields))))
-				if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
-					t.Fatalf("Handle = %v, %v; want the record done", out, err)
-				}
-				if r := s.tasks.Reports(); len(r) != 1 || r[0].Error != c.wants {
-					t.Errorf("task reports %+v, want one failure %s", r, c.wants)
-				}
-			})
+			t.Run("sqs", func(t *testing.T) { s.CheckRecord(t, c.body(t, s), c.wants) })
+			t.Run("task token", func(t *testing.T) { s.CheckTaskFailure(t, c.body(t, s), "token-"+c.name, c.wants) })
 		})
 	}
 }
@@ -276,7 +163,7 @@ func TestDialTimeRefusal(t *testing.T) {
 	srv := mcptest.NewServer(t, mcptest.Options{})
 	u, _ := url.Parse(srv.URL)
 	_, err := s.invoke(t, []byte(body(map[string]any{"catalog_id": "localhost", "server_url": "https://localhost:" + u.Port() + "/mcp"})))
-	if got := wireType(err); got != "mcp_egress_denied_error" {
+	if got := worktest.WireType(err); got != "mcp_egress_denied_error" {
 		t.Errorf("errorType = %q (%v), want mcp_egress_denied_error", got, err)
 	}
 	if srv.Requests() != 0 {
@@ -291,7 +178,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 		t.Run(fmt.Sprintf("stateless=%t", stateless), func(t *testing.T) {
 			s := newStack(t)
 			srv := mcptest.NewServer(t, mcptest.Options{Stateless: stateless, PageSize: 4, ExtraTools: 5})
-			worktest.PutVault(t, s.secrets, s.prefix+"team", worktest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
+			worktest.PutVault(t, s.Secrets, s.Prefix+"team", worktest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
 			req := []byte(body(map[string]any{"catalog_id": "fixture", "server_url": srv.URL, "vault_ids": []string{"team"}}))
 			out, err := s.invoke(t, req)
 			if err != nil {
@@ -306,7 +193,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 				res.Requests == 0 || res.ResponseBytes == 0 || len(res.Refused) != 0 || res.Version == "" {
 				t.Errorf("result %+v", res)
 			}
-			got, err := s.store.Get(t.Context(), "fixture")
+			got, err := s.Store.Get(t.Context(), "fixture")
 			if err != nil || len(got.Tools) != 15 || got.Version != res.Version || got.ProtocolVersion != wantVersion {
 				t.Fatalf("stored %+v, %v", got, err)
 			}
@@ -318,10 +205,10 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 
 			s.handler.HTTPClient, s.handler.Policy = nil, nil // the process default: the fixture is not allowed
 			_, err = s.invoke(t, req)
-			if wireType(err) != "mcp_egress_denied_error" {
+			if worktest.WireType(err) != "mcp_egress_denied_error" {
 				t.Fatalf("error = %v, want mcp_egress_denied_error", err)
 			}
-			got, err = s.store.Get(t.Context(), "fixture")
+			got, err = s.Store.Get(t.Context(), "fixture")
 			if err != nil || len(got.Tools) != 15 || got.Version != res.Version || got.LastFailure == nil || got.LastFailure.ErrorType != "mcp_egress_denied_error" {
 				t.Errorf("after the failure: %+v, %v; want the tools kept and the failure recorded", got, err)
 			}
@@ -356,13 +243,13 @@ func TestBatchMixed(t *testing.T) {
 		t.Errorf("batch item failures %v, want msg-4,msg-5", failed)
 	}
 	var dead []string
-	for _, m := range worktest.Drain(t, s.sqs, s.dlq, 3) {
+	for _, m := range worktest.Drain(t, s.SQS, s.DLQ, 3) {
 		dead = append(dead, m.Attributes["mcpfn.source_message_id"])
 	}
 	if slices.Sort(dead); strings.Join(dead, ",") != "msg-1,msg-2,msg-3" {
 		t.Errorf("dead letters %v, want msg-1..3", dead)
 	}
-	reports := s.tasks.Reports()
+	reports := s.Tasks.Reports()
 	if len(reports) != 2 || reports[0].Error != "" || reports[1].Error != "mcp_egress_denied_error" {
 		t.Errorf("task reports %+v", reports)
 	}

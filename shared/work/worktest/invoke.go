@@ -49,3 +49,15 @@ func Invoke(ctx context.Context, handle func(context.Context, json.RawMessage) (
 	}
 	return inv
 }
+
+// WireType is the errorType aws-lambda-go reports for err: the Type of a
+// messages.InvokeResponse_Error value, else err's Go type; "" for nil.
+func WireType(err error) string {
+	if err == nil {
+		return ""
+	}
+	if ive, ok := err.(messages.InvokeResponse_Error); ok {
+		return ive.Type
+	}
+	return fmt.Sprintf("%T", err)
+}
