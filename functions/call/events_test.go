@@ -3,21 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 	"github.com/mcpfn/mcpfn/shared/work"
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
@@ -27,17 +21,17 @@ const (
 	requestID = "8f5c2a4e-7b1d-4c3e-9a2f-000000000002"
 )
 
-// fakeServer is an MCP server in memory: connect (a work.ConnectFunc)
-// opens connections that answer every call with a text block naming the
-// tool and its arguments, or with result when set.
+// fakeServer is an MCP server in memory: Connect opens connections that
+// answer every call with a text block naming the tool and its arguments,
+// or with result when set.
 type fakeServer struct {
-	mu         sync.Mutex
-	result     *mcp.CallResult
-	connectErr error
-	callErr    error
-	stats      mcp.Stats
-	configs    []mcp.Config
-	calls      []string // "tool args"
+	worktest.Connector[Conn]
+
+	mu      sync.Mutex
+	result  *mcp.CallResult
+	callErr error
+	stats   mcp.Stats
+	calls   []string // "tool args"
 }
 
 type fakeConn struct{ s *fakeServer }
@@ -59,16 +53,6 @@ func (c fakeConn) CallTool(_ context.Context, name string, args json.RawMessage)
 }
 func (c fakeConn) Stats() mcp.Stats { return c.s.stats }
 func (c fakeConn) Close() error     { return nil }
-
-func (s *fakeServer) connect(_ context.Context, cfg mcp.Config) (Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.configs = append(s.configs, cfg)
-	if s.connectErr != nil {
-		return nil, s.connectErr
-	}
-	return fakeConn{s}, nil
-}
 
 // fakeCatalog holds tool names by catalog id, each catalog at version
 // <id>-v1 with protocol version 2025-11-25; nil names mean only failures
@@ -95,84 +79,45 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 // env is a call function over fakes: a fake MCP server and catalog, an
 // in-memory ledger and secrets, and recording Step Functions and SQS.
 type env struct {
+	*worktest.Fakes
 	server  *fakeServer
 	catalog *fakeCatalog
 	ledger  *ledger.Memory
-	secrets *vaulttest.Secrets
-	tasks   *worktest.Tasks
-	queue   *worktest.Queue
-	logs    *worktest.Lines
 	handler *Handler
-	runner  *work.Runner
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{
+		Fakes:   worktest.NewFakes(requestID),
 		server:  &fakeServer{stats: mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 3, ResponseBytes: 412}},
 		catalog: &fakeCatalog{tools: map[string][]string{"example": {"current_time", "calculate", "word_stats"}, "failed": nil}},
 		ledger:  ledger.NewMemory(5 * time.Minute),
-		secrets: &vaulttest.Secrets{},
-		tasks:   &worktest.Tasks{},
-		queue:   &worktest.Queue{},
-		logs:    &worktest.Lines{},
 	}
-	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	e.server.Conn = fakeConn{e.server}
 	e.handler = &Handler{
-		Connect:     e.server.connect,
+		Connect:     e.server.Connect,
 		Catalog:     e.catalog,
-		Credentials: vault.NewResolver(e.secrets, "mcpfn/vaults/"),
+		Credentials: vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
 		Ledger:      e.ledger,
-		Logger:      logger,
+		Logger:      e.Logger,
 	}
-	var err error
-	e.runner, err = work.NewRunner(work.Config{
-		Function: "call",
-		DLQURL:   dlqURL,
-		Queue:    e.queue,
-		Tasks:    e.tasks,
-		Logger:   logger,
-		Metrics:  &worktest.Lines{},
-	}, e.handler)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.Start(t, work.Config{Function: "call", DLQURL: dlqURL}, e.handler)
 	return e
-}
-
-func (e *env) invoke(t *testing.T, payload []byte) worktest.Invocation {
-	t.Helper()
-	ctx, cancel := worktest.Context(t.Context(), requestID, time.Minute)
-	defer cancel()
-	return worktest.Invoke(ctx, e.runner.Handle, payload, e.tasks, e.queue, e.logs)
 }
 
 // TestEvents runs every events/call-*.json through the handler over fakes
 // and compares what it produced, and the calls that reached the server,
 // with testdata/events/<name>.json.
 func TestEvents(t *testing.T) {
-	files, err := filepath.Glob("../../events/call-*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no call events: %v", err)
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".json")
-		t.Run(name, func(t *testing.T) {
-			payload, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t)
-				inv := e.invoke(t, payload)
-				calls := slices.Clone(e.server.calls)
-				slices.Sort(calls)
-				got := struct {
-					worktest.Invocation
-					ServerCalls []string `json:"server_calls"`
-				}{inv, calls}
-				worktest.Golden(t, filepath.Join("testdata", "events", name+".json"), got)
-			})
-		})
-	}
+	worktest.Events(t, "../../events/call-*.json", func(t *testing.T, payload []byte) any {
+		e := newEnv(t)
+		inv := e.Invoke(t, payload)
+		calls := slices.Clone(e.server.calls)
+		slices.Sort(calls)
+		return struct {
+			worktest.Invocation
+			ServerCalls []string `json:"server_calls"`
+		}{inv, calls}
+	})
 }

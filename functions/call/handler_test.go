@@ -25,24 +25,17 @@ import (
 
 const serverURL = "https://mcp.example.com/mcp"
 
+// request is a valid request with fields changed; a nil value removes one.
 func request(fields map[string]any) []byte {
-	r := map[string]any{"server_url": serverURL, "tool_name": "calculate"}
-	for k, v := range fields {
-		if v == nil {
-			delete(r, k)
-			continue
-		}
-		r[k] = v
-	}
-	return worktest.Payload(r)
+	return worktest.Request(map[string]any{"server_url": serverURL, "tool_name": "calculate"}, fields)
 }
 
 func (e *env) direct(t *testing.T, payload []byte) worktest.Invocation {
 	t.Helper()
-	e.logs.Reset()
-	e.tasks.Reset()
-	e.queue.Reset()
-	return e.invoke(t, payload)
+	e.Logs.Reset()
+	e.Tasks.Reset()
+	e.Queue.Reset()
+	return e.Invoke(t, payload)
 }
 
 func TestValidation(t *testing.T) {
@@ -73,8 +66,8 @@ func TestValidation(t *testing.T) {
 			if got.Error == nil || got.Error.Type != "invalid_request_error" || got.Error.Message != tt.want {
 				t.Errorf("error = %+v, want invalid_request_error %q", got.Error, tt.want)
 			}
-			if len(e.server.configs) != 0 {
-				t.Errorf("connected %d times, want 0: refused before any connection", len(e.server.configs))
+			if len(e.server.Configs()) != 0 {
+				t.Errorf("connected %d times, want 0: refused before any connection", len(e.server.Configs()))
 			}
 		})
 	}
@@ -99,10 +92,10 @@ func TestConnectionSettings(t *testing.T) {
 			if got := e.direct(t, tt.payload); got.Error != nil {
 				t.Fatalf("error = %+v", got.Error)
 			}
-			if len(e.server.configs) != 1 {
-				t.Fatalf("connected %d times, want 1", len(e.server.configs))
+			if len(e.server.Configs()) != 1 {
+				t.Fatalf("connected %d times, want 1", len(e.server.Configs()))
 			}
-			cfg := e.server.configs[0]
+			cfg := e.server.Configs()[0]
 			if cfg.ProtocolVersion != tt.wantHint || cfg.HTTPClient != mcp.CallClient || cfg.URL != serverURL || cfg.BearerToken != "" {
 				t.Errorf("config = %+v, want hint %q, mcp.CallClient, no token", cfg, tt.wantHint)
 			}
@@ -116,26 +109,26 @@ func TestConnectionSettings(t *testing.T) {
 
 func TestCredentials(t *testing.T) {
 	e := newEnv(t)
-	e.secrets.PutCredentials("mcpfn/vaults/team",
+	e.Secrets.PutCredentials("mcpfn/vaults/team",
 		vault.Credential{ServerURL: "https://mcp.example.com/other", Token: "wrong-path-token"},
 		vault.Credential{ServerURL: "https://MCP.example.com:443/mcp", Token: "the-token"})
-	e.secrets.PutCredentials("mcpfn/vaults/near-miss", vault.Credential{ServerURL: "https://mcp.example.com/mcp/", Token: "slash-token"})
+	e.Secrets.PutCredentials("mcpfn/vaults/near-miss", vault.Credential{ServerURL: "https://mcp.example.com/mcp/", Token: "slash-token"})
 
 	got := e.direct(t, request(map[string]any{"vault_ids": []string{"near-miss", "team"}}))
 	if got.Error != nil {
 		t.Fatalf("error = %+v", got.Error)
 	}
-	if tok := e.server.configs[0].BearerToken; tok != "the-token" {
+	if tok := e.server.Configs()[0].BearerToken; tok != "the-token" {
 		t.Errorf("bearer token = %q, want the-token", tok)
 	}
-	logs := e.logs.String()
+	logs := e.Logs.String()
 	for _, secret := range []string{"the-token", "wrong-path-token", "slash-token"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q:\n%s", secret, logs)
 		}
 	}
 	var hints []string
-	for _, r := range e.logs.Records() {
+	for _, r := range e.Logs.Records() {
 		if r["msg"] == "credential hint" {
 			hints = append(hints, r["hint"].(string))
 		}
@@ -155,10 +148,10 @@ func TestVaultFailures(t *testing.T) {
 		wantType string
 	}{
 		{"vault does not exist", func(e *env) {}, "invalid_request_error"},
-		{"vault malformed", func(e *env) { e.secrets.Put("mcpfn/vaults/v", `{"credentials":"no"}`) }, "invalid_request_error"},
-		{"Secrets Manager fails", func(e *env) { e.secrets.Fail("mcpfn/vaults/v", errors.New("throttled")) }, "internal_error"},
+		{"vault malformed", func(e *env) { e.Secrets.Put("mcpfn/vaults/v", `{"credentials":"no"}`) }, "invalid_request_error"},
+		{"Secrets Manager fails", func(e *env) { e.Secrets.Fail("mcpfn/vaults/v", errors.New("throttled")) }, "internal_error"},
 		{"no credential matches: anonymous", func(e *env) {
-			e.secrets.PutCredentials("mcpfn/vaults/v", vault.Credential{ServerURL: "https://elsewhere.example.com/mcp", Token: "t"})
+			e.Secrets.PutCredentials("mcpfn/vaults/v", vault.Credential{ServerURL: "https://elsewhere.example.com/mcp", Token: "t"})
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -208,7 +201,7 @@ func TestServerOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.server.connectErr, e.server.callErr, e.server.result = tt.connectErr, tt.callErr, tt.result
+			e.server.Err, e.server.callErr, e.server.result = tt.connectErr, tt.callErr, tt.result
 			got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_x"}))
 			gotType := ""
 			if got.Error != nil {
@@ -282,11 +275,11 @@ func TestAtMostOnce(t *testing.T) {
 	})
 	t.Run("a failure before the call frees the key", func(t *testing.T) {
 		e := newEnv(t)
-		e.server.connectErr = errors.New("connection refused")
+		e.server.Err = errors.New("connection refused")
 		if got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_retry"})); got.Error == nil || got.Error.Type != "mcp_connection_failed_error" {
 			t.Fatalf("first attempt error = %+v", got.Error)
 		}
-		e.server.connectErr = nil
+		e.server.Err = nil
 		if got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_retry"})); got.Error != nil {
 			t.Fatalf("retry error = %+v", got.Error)
 		}
@@ -360,11 +353,11 @@ func TestCallUsesItsBudget(t *testing.T) {
 		var deadline time.Time
 		e.handler.Connect = func(ctx context.Context, cfg mcp.Config) (Conn, error) {
 			deadline, _ = ctx.Deadline()
-			return e.server.connect(ctx, cfg)
+			return e.server.Connect(ctx, cfg)
 		}
 		ctx, cancel := worktest.Context(t.Context(), requestID, 30*time.Second)
 		defer cancel()
-		if _, err := e.runner.Handle(ctx, request(nil)); err != nil {
+		if _, err := e.Runner.Handle(ctx, request(nil)); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := time.Until(deadline), 25*time.Second; got != want {
@@ -387,7 +380,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"t","arguments":null,"vault_ids":null}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		e := newEnv(t)
-		got := e.invoke(t, payload)
+		got := e.Invoke(t, payload)
 		if got.Error != nil && !slices.Contains(work.ErrorTypes, work.ErrorType(got.Error.Type)) {
 			t.Errorf("error %+v is not a wire error", got.Error)
 		}

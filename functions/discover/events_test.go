@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 	"github.com/mcpfn/mcpfn/shared/work"
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
@@ -37,16 +32,14 @@ var exampleListing = mcp.Listing{
 	Refused: []mcp.Refusal{{Name: "bad tool", Reason: "name: not a valid tool name"}},
 }
 
-// fakeServer is an MCP server in memory: connect (a work.ConnectFunc)
-// opens connections that list a fixed listing. Safe for the concurrent
-// records of a batch.
+// fakeServer is an MCP server in memory: Connect opens connections that
+// list listing.
 type fakeServer struct {
-	mu         sync.Mutex
-	listing    mcp.Listing
-	connectErr error
-	listErr    error
-	stats      mcp.Stats
-	configs    []mcp.Config
+	worktest.Connector[Conn]
+
+	listing mcp.Listing
+	listErr error
+	stats   mcp.Stats
 }
 
 type fakeConn struct{ s *fakeServer }
@@ -54,16 +47,6 @@ type fakeConn struct{ s *fakeServer }
 func (c fakeConn) ListTools(context.Context) (mcp.Listing, error) { return c.s.listing, c.s.listErr }
 func (c fakeConn) Stats() mcp.Stats                               { return c.s.stats }
 func (c fakeConn) Close() error                                   { return nil }
-
-func (s *fakeServer) connect(_ context.Context, cfg mcp.Config) (Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.configs = append(s.configs, cfg)
-	if s.connectErr != nil {
-		return nil, s.connectErr
-	}
-	return fakeConn{s}, nil
-}
 
 // fakeStore is a catalog store whose versions are <id>-v1, <id>-v2, ...
 // in order of Put. Fail, when set, fails every call.
@@ -103,90 +86,50 @@ func (s *fakeStore) RecordFailure(_ context.Context, id string, f catalog.Failur
 // env is a discover function over fakes: a fake MCP server, a fake catalog
 // store, in-memory secrets, and recording Step Functions and SQS.
 type env struct {
+	*worktest.Fakes
 	server  *fakeServer
 	store   *fakeStore
-	secrets *vaulttest.Secrets
-	tasks   *worktest.Tasks
-	queue   *worktest.Queue
-	logs    *worktest.Lines
-	runner  *work.Runner
 	handler *Handler
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	store := &fakeStore{}
 	e := &env{
+		Fakes: worktest.NewFakes(requestID),
 		server: &fakeServer{
 			listing: exampleListing,
 			stats:   mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 4, ResponseBytes: 1890},
 		},
-		store:   store,
-		secrets: &vaulttest.Secrets{},
-		tasks:   &worktest.Tasks{},
-		queue:   &worktest.Queue{},
-		logs:    &worktest.Lines{},
+		store: &fakeStore{},
 	}
-	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	e.server.Conn = fakeConn{e.server}
 	e.handler = &Handler{
-		Connect:     e.server.connect,
-		Store:       store,
-		Credentials: vault.NewResolver(e.secrets, "mcpfn/vaults/"),
-		Logger:      logger,
+		Connect:     e.server.Connect,
+		Store:       e.store,
+		Credentials: vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
+		Logger:      e.Logger,
 	}
-	var err error
-	e.runner, err = work.NewRunner(work.Config{
-		Function: "discover",
-		DLQURL:   dlqURL,
-		Queue:    e.queue,
-		Tasks:    e.tasks,
-		Logger:   logger,
-		Metrics:  &worktest.Lines{},
-	}, e.handler)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.Start(t, work.Config{Function: "discover", DLQURL: dlqURL}, e.handler)
 	return e
-}
-
-func (e *env) invoke(t *testing.T, payload []byte) worktest.Invocation {
-	t.Helper()
-	ctx, cancel := worktest.Context(t.Context(), requestID, time.Minute)
-	defer cancel()
-	return worktest.Invoke(ctx, e.runner.Handle, payload, e.tasks, e.queue, e.logs)
 }
 
 // TestEvents runs every events/discover-*.json through the handler over
 // fakes and compares what it produced, stored and recorded with
 // testdata/events/<name>.json.
 func TestEvents(t *testing.T) {
-	files, err := filepath.Glob("../../events/discover-*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no discover events: %v", err)
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".json")
-		t.Run(name, func(t *testing.T) {
-			payload, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t)
-				inv := e.invoke(t, payload)
-				stored := map[string]int{}
-				for id, puts := range e.store.puts {
-					stored[id] = len(puts[len(puts)-1].Listing.Tools)
-				}
-				got := struct {
-					worktest.Invocation
-					StoredTools      map[string]int               `json:"stored_tools,omitempty"`
-					RecordedFailures map[string][]catalog.Failure `json:"recorded_failures,omitempty"`
-				}{inv, stored, e.store.failures}
-				worktest.Golden(t, filepath.Join("testdata", "events", name+".json"), got)
-			})
-		})
-	}
+	worktest.Events(t, "../../events/discover-*.json", func(t *testing.T, payload []byte) any {
+		e := newEnv(t)
+		inv := e.Invoke(t, payload)
+		stored := map[string]int{}
+		for id, puts := range e.store.puts {
+			stored[id] = len(puts[len(puts)-1].Listing.Tools)
+		}
+		return struct {
+			worktest.Invocation
+			StoredTools      map[string]int               `json:"stored_tools,omitempty"`
+			RecordedFailures map[string][]catalog.Failure `json:"recorded_failures,omitempty"`
+		}{inv, stored, e.store.failures}
+	})
 }
 
 // TestEveryEventHasAHandler: each file in events/ is run by TestEvents here

@@ -20,16 +20,9 @@ import (
 
 const serverURL = "https://mcp.example.com/mcp"
 
+// request is a valid request with fields changed; a nil value removes one.
 func request(fields map[string]any) []byte {
-	r := map[string]any{"catalog_id": "example", "server_url": serverURL}
-	for k, v := range fields {
-		if v == nil {
-			delete(r, k)
-			continue
-		}
-		r[k] = v
-	}
-	return worktest.Payload(r)
+	return worktest.Request(map[string]any{"catalog_id": "example", "server_url": serverURL}, fields)
 }
 
 func TestValidation(t *testing.T) {
@@ -48,12 +41,12 @@ func TestValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			got := e.invoke(t, tt.payload)
+			got := e.Invoke(t, tt.payload)
 			if got.Error == nil || got.Error.Type != "invalid_request_error" || got.Error.Message != tt.want {
 				t.Errorf("error = %+v, want invalid_request_error %q", got.Error, tt.want)
 			}
-			if len(e.server.configs) != 0 || len(e.store.failures) != 0 {
-				t.Errorf("connected %d times, recorded %v; want neither for a malformed request", len(e.server.configs), e.store.failures)
+			if len(e.server.Configs()) != 0 || len(e.store.failures) != 0 {
+				t.Errorf("connected %d times, recorded %v; want neither for a malformed request", len(e.server.Configs()), e.store.failures)
 			}
 		})
 	}
@@ -62,13 +55,13 @@ func TestValidation(t *testing.T) {
 func TestDiscoverStores(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.secrets.PutCredentials("mcpfn/vaults/team", vault.Credential{ServerURL: serverURL, Token: "the-token"})
+		e.Secrets.PutCredentials("mcpfn/vaults/team", vault.Credential{ServerURL: serverURL, Token: "the-token"})
 		start := time.Now()
-		got := e.invoke(t, request(map[string]any{"vault_ids": []string{"team"}}))
+		got := e.Invoke(t, request(map[string]any{"vault_ids": []string{"team"}}))
 		if got.Error != nil {
 			t.Fatal(got.Error)
 		}
-		cfg := e.server.configs[0]
+		cfg := e.server.Configs()[0]
 		if cfg.HTTPClient != mcp.DefaultClient || cfg.BearerToken != "the-token" || cfg.URL != serverURL || cfg.ProtocolVersion != "" {
 			t.Errorf("config = %+v, want mcp.DefaultClient and the vault's token", cfg)
 		}
@@ -82,8 +75,8 @@ func TestDiscoverStores(t *testing.T) {
 		if diff := cmp.Diff(want, e.store.puts["example"]); diff != "" {
 			t.Errorf("stored (-want +got):\n%s", diff)
 		}
-		if strings.Contains(e.logs.String(), "the-token") {
-			t.Errorf("the token reached the logs:\n%s", e.logs)
+		if strings.Contains(e.Logs.String(), "the-token") {
+			t.Errorf("the token reached the logs:\n%s", e.Logs)
 		}
 	})
 }
@@ -105,8 +98,8 @@ func TestFailureIsRecorded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t)
-				e.server.connectErr, e.server.listErr = tt.connectErr, tt.listErr
-				got := e.invoke(t, request(nil))
+				e.server.Err, e.server.listErr = tt.connectErr, tt.listErr
+				got := e.Invoke(t, request(nil))
 				if got.Error == nil || got.Error.Type != tt.wantType {
 					t.Fatalf("error = %+v, want %s", got.Error, tt.wantType)
 				}
@@ -125,16 +118,16 @@ func TestFailureIsRecorded(t *testing.T) {
 func TestStoreFails(t *testing.T) {
 	e := newEnv(t)
 	e.store.fail = fmt.Errorf("%w: throttled", catalog.ErrUnavailable)
-	got := e.invoke(t, request(nil))
+	got := e.Invoke(t, request(nil))
 	if got.Error == nil || got.Error.Type != "internal_error" || strings.Contains(got.Error.Message, "throttled") {
 		t.Errorf("error = %+v, want internal_error without the cause", got.Error)
 	}
 	var warned bool
-	for _, r := range e.logs.Records() {
+	for _, r := range e.Logs.Records() {
 		warned = warned || r["msg"] == "recording the discovery failure failed"
 	}
 	if !warned {
-		t.Errorf("the failed failure record was not logged:\n%s", e.logs)
+		t.Errorf("the failed failure record was not logged:\n%s", e.Logs)
 	}
 }
 
@@ -145,7 +138,7 @@ func TestRefusedIsBounded(t *testing.T) {
 	}
 	e := newEnv(t)
 	e.server.listing = mcp.Listing{Refused: many}
-	got := e.invoke(t, request(nil))
+	got := e.Invoke(t, request(nil))
 	if got.Error != nil {
 		t.Fatal(got.Error)
 	}

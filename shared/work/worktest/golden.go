@@ -6,7 +6,9 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -39,5 +41,30 @@ func Golden(tb testing.TB, path string, got any) {
 	}
 	if !bytes.Equal(want, b) {
 		tb.Errorf("%s differs (-want +got):\n%s\nrun go test -update if the change is intended", path, cmp.Diff(string(want), string(b)))
+	}
+}
+
+// Events runs every file matching pattern (sample events, such as
+// "../../events/call-*.json") in a subtest named after the file, without
+// ".json", inside a synctest bubble: run gets the file's bytes, and what
+// it returns is compared with testdata/events/<name>.json (see Golden).
+// No matching file fails t.
+func Events(t *testing.T, pattern string, run func(t *testing.T, payload []byte) any) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events match %s: %v", pattern, err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			payload, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				Golden(t, filepath.Join("testdata", "events", name+".json"), run(t, payload))
+			})
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package worktest holds fakes for testing code built on package work: a
-// recording Step Functions and SQS, SQS event builders, and a Lambda
-// context.
+// recording Step Functions and SQS, SQS event builders, a Lambda context,
+// and a function handler's surroundings in memory (Fakes) or over moto
+// (Stack), with the checks both functions' tests share.
 package worktest
 
 import (

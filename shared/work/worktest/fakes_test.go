@@ -1,0 +1,78 @@
+package worktest_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
+)
+
+func TestRequest(t *testing.T) {
+	defaults := map[string]any{"server_url": "https://mcp.example.com/mcp", "tool_name": "t"}
+	tests := []struct {
+		name    string
+		changes map[string]any
+		want    string
+	}{
+		{"no changes", nil, `{"server_url":"https://mcp.example.com/mcp","tool_name":"t"}`},
+		{"a field added", map[string]any{"vault_ids": []string{"v"}}, `{"server_url":"https://mcp.example.com/mcp","tool_name":"t","vault_ids":["v"]}`},
+		{"a field replaced", map[string]any{"tool_name": "u"}, `{"server_url":"https://mcp.example.com/mcp","tool_name":"u"}`},
+		{"a field removed", map[string]any{"tool_name": nil}, `{"server_url":"https://mcp.example.com/mcp"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(worktest.Request(defaults, tt.changes)); got != tt.want {
+				t.Errorf("Request = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if len(defaults) != 2 || defaults["tool_name"] != "t" {
+		t.Errorf("defaults changed: %v", defaults)
+	}
+}
+
+type conn interface{ Close() error }
+
+type closer struct{}
+
+func (closer) Close() error { return nil }
+
+func TestConnector(t *testing.T) {
+	c := &worktest.Connector[conn]{Conn: closer{}}
+	got, err := c.Connect(t.Context(), mcp.Config{URL: "https://a.example.com/mcp"})
+	if err != nil || got != (closer{}) {
+		t.Errorf("Connect = %v, %v; want Conn", got, err)
+	}
+	c.Err = errors.New("refused")
+	got, err = c.Connect(t.Context(), mcp.Config{URL: "https://b.example.com/mcp"})
+	if err != c.Err || got != nil {
+		t.Errorf("Connect = %#v, %v; want a nil interface and Err", got, err)
+	}
+	want := []mcp.Config{{URL: "https://a.example.com/mcp"}, {URL: "https://b.example.com/mcp"}}
+	if diff := cmp.Diff(want, c.Configs()); diff != "" {
+		t.Errorf("Configs (-want +got):\n%s", diff)
+	}
+}
+
+func TestWireType(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"wire error", messages.InvokeResponse_Error{Type: "mcp_protocol_error", Message: "m"}, "mcp_protocol_error"},
+		{"other error", errors.New("x"), "*errors.errorString"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := worktest.WireType(tt.err); got != tt.want {
+				t.Errorf("WireType = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
