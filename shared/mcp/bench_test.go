@@ -2,8 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
@@ -90,4 +94,48 @@ func BenchmarkWorkItem(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkListingPage measures what this package adds per tools/list page
+// of 50 tools (mcptest's catalog): reading the message as it arrives, and
+// reconciling and checking its entries.
+func BenchmarkListingPage(b *testing.B) {
+	s := mcptest.NewServer(b, mcptest.Options{Stateless: true, ExtraTools: 40})
+	c, err := Connect(context.Background(), Config{URL: s.URL, HTTPClient: s.Client()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ListTools(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	raw := c.page("")
+	msg := []byte(`{"jsonrpc":"2.0","id":2,"result":` + string(raw) + `}`)
+	var res sdk.ListToolsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("observe", func(b *testing.B) {
+		tr := newTransport(nil, &url.URL{Scheme: "http", Host: "127.0.0.1"}, "")
+		defer tr.kill()
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			op := tr.begin(func(error) {})
+			tr.register(request{post: true, key: "n:2", method: "tools/list"})
+			tr.observe(op, msg, true)
+			if _, ok := tr.takePage(op); !ok {
+				b.Fatal("no page")
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			v := newValidator()
+			v.page(res.Tools, raw, nil)
+			if len(v.listing.Tools) != 50 {
+				b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
+			}
+		}
+	})
 }

@@ -1,12 +1,10 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,9 +15,6 @@ const maxToolPages = 100
 
 // maxRefusalName bounds the name a Refusal repeats from the server.
 const maxRefusalName = 256
-
-// toolName is what the Anthropic API accepts as a tool name.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Refusal reasons. Each starts with a word naming the check.
 const (
@@ -102,6 +97,8 @@ func (c *Conn) page(cursor string) []byte {
 type validator struct {
 	listing  Listing
 	accepted map[string]bool
+	enc      plainEncoder
+	arena    []byte // holds the accepted schemas
 }
 
 func newValidator() *validator {
@@ -116,8 +113,8 @@ func (v *validator) refuse(name, reason string) {
 // The SDK's list is the raw list minus the entries it dropped, in order;
 // drops maps the names it logged to why.
 func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[string]string) {
-	entries := rawEntries(raw)
-	if entries == nil {
+	entries, ok := rawEntries(raw)
+	if !ok {
 		for _, t := range tools {
 			v.consider(t)
 		}
@@ -135,15 +132,17 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 			v.refuse("", reasonNullEntry)
 			continue
 		}
-		name := rawName(e)
-		if toDrop > 0 && (j >= len(tools) || tools[j] == nil || tools[j].Name != name) {
-			why, ok := drops[name]
-			if !ok {
-				why = "no reason logged"
+		if toDrop > 0 {
+			name := rawName(e)
+			if j >= len(tools) || tools[j] == nil || tools[j].Name != name {
+				why, ok := drops[name]
+				if !ok {
+					why = "no reason logged"
+				}
+				v.refuse(name, reasonSDK+why)
+				toDrop--
+				continue
 			}
-			v.refuse(name, reasonSDK+why)
-			toDrop--
-			continue
 		}
 		if j < len(tools) {
 			v.consider(tools[j])
@@ -155,14 +154,14 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 	}
 }
 
-func isNull(e json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(e), []byte("null")) }
+func isNull(e []byte) bool { return string(e) == "null" }
 
 func (v *validator) consider(t *sdk.Tool) {
 	if t == nil {
 		v.refuse("", reasonNullEntry)
 		return
 	}
-	if !toolName.MatchString(t.Name) {
+	if !validToolName(t.Name) {
 		v.refuse(t.Name, reasonName)
 		return
 	}
@@ -170,17 +169,12 @@ func (v *validator) consider(t *sdk.Tool) {
 		v.refuse(t.Name, reasonDuplicate)
 		return
 	}
-	if _, err := json.Marshal(t); err != nil {
-		v.refuse(t.Name, reasonMarshal+err.Error())
-		return
-	}
-	schema, err := json.Marshal(t.InputSchema)
+	schema, err := v.remarshalSchema(t)
 	if err != nil {
 		v.refuse(t.Name, reasonMarshal+err.Error())
 		return
 	}
-	var obj map[string]any
-	if json.Unmarshal(schema, &obj) != nil || obj == nil || obj["type"] != "object" {
+	if !objectSchema(t.InputSchema, schema) {
 		v.refuse(t.Name, reasonSchema)
 		return
 	}
@@ -188,29 +182,110 @@ func (v *validator) consider(t *sdk.Tool) {
 	v.listing.Tools = append(v.listing.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 }
 
-// rawEntries returns the "tools" array of a raw tools/list result, or nil.
-func rawEntries(raw json.RawMessage) []json.RawMessage {
-	var result map[string]json.RawMessage
-	if json.Unmarshal(raw, &result) != nil {
-		return nil
+// validToolName reports whether name is 1-64 bytes of a-z A-Z 0-9 _ -.
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
 	}
-	var entries []json.RawMessage
-	if json.Unmarshal(result["tools"], &entries) != nil {
-		return nil
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
 	}
-	return entries
+	return true
+}
+
+// arenaChunk is the size of the blocks accepted schemas are copied into.
+const arenaChunk = 32 << 10
+
+// remarshalSchema returns json.Marshal(t.InputSchema), or the error
+// json.Marshal(t) reports. Values decoded from JSON take a path that
+// neither reflects nor marshals t (TestToolFieldsThatCanFailToMarshal).
+func (v *validator) remarshalSchema(t *sdk.Tool) (json.RawMessage, error) {
+	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) {
+		if schema, ok := v.enc.encode(t.InputSchema); ok {
+			return v.keep(schema), nil
+		}
+	}
+	if _, err := json.Marshal(t); err != nil {
+		return nil, err
+	}
+	return json.Marshal(t.InputSchema)
+}
+
+// keep copies b into the arena and returns the copy, capped so that an
+// append to it cannot reach its neighbour.
+func (v *validator) keep(b []byte) json.RawMessage {
+	if cap(v.arena)-len(v.arena) < len(b) {
+		v.arena = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	start := len(v.arena)
+	v.arena = append(v.arena, b...)
+	return v.arena[start:len(v.arena):len(v.arena)]
+}
+
+// objectSchema reports whether the schema, marshaled as schema, decodes to
+// a JSON object whose "type" is "object".
+func objectSchema(decoded any, schema []byte) bool {
+	if m, ok := decoded.(map[string]any); ok {
+		switch typ := m["type"].(type) {
+		case string:
+			return typ == "object"
+		case nil, bool, float64, []any, map[string]any:
+			return false
+		}
+	}
+	var obj map[string]any
+	return json.Unmarshal(schema, &obj) == nil && obj != nil && obj["type"] == "object"
+}
+
+// rawEntries returns the elements of the "tools" array of a raw tools/list
+// result, as json.Unmarshal would find them, or false when there is none.
+// raw comes from a message validJSON accepted.
+func rawEntries(raw []byte) ([][]byte, bool) {
+	result, ok := openList(raw, true)
+	if !ok {
+		return nil, false
+	}
+	var tools []byte
+	for key, val, ok := result.next(); ok; key, val, ok = result.next() {
+		if keyIs(key, "tools") {
+			tools = val
+		}
+	}
+	if result.bad || tools == nil {
+		return nil, false
+	}
+	list, ok := openList(tools, false)
+	if !ok {
+		return nil, false
+	}
+	entries := make([][]byte, 0, 64)
+	for _, e, ok := list.next(); ok; _, e, ok = list.next() {
+		entries = append(entries, e)
+	}
+	if list.bad {
+		return nil, false
+	}
+	return entries, true
 }
 
 // rawName returns an entry's "name" string, matched case-sensitively as the
-// SDK does, or "".
-func rawName(entry json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(entry, &m) != nil {
+// SDK does (the last one, as a map keeps it), or "".
+func rawName(entry []byte) string {
+	l, ok := openList(entry, true)
+	if !ok {
 		return ""
 	}
-	var name string
-	_ = json.Unmarshal(m["name"], &name)
-	return name
+	var name []byte
+	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
+		if keyIs(key, "name") {
+			name = val
+		}
+	}
+	s, _ := stringValue(name)
+	return s
 }
 
 // dropLog is the SDK's logger for one Conn. It keeps what go-sdk logs when

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +179,14 @@ func (t *transport) stats() (requests int, charged int64) {
 	return t.requests, t.charged
 }
 
+// remaining is what is left of the connection's budget, negative once it
+// is exceeded.
+func (t *transport) remaining() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return MaxResponseBytes - t.charged
+}
+
 // charge adds n bytes to the connection's budget and reports the budget
 // error once it is exceeded.
 func (t *transport) charge(op *operation, n int64) error {
@@ -300,7 +310,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if ok2xx && mediaType(resp) == "text/event-stream" {
+	media := mediaType(resp)
+	if ok2xx && media == "text/event-stream" {
 		resp.Body = &meteredBody{t: t, op: op, rc: resp.Body, stop: stop, tap: sseTap{onEvent: func(data []byte) {
 			t.observe(op, data, msg.key != "")
 		}}}
@@ -317,7 +328,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !ok2xx:
 		t.observeRefusal(op, body)
 	case msg.key == "":
-	case mediaType(resp) == "application/json":
+	case media == "application/json":
 		t.observe(op, body, true)
 	default:
 		t.markAnswered(op, msg.key)
@@ -345,25 +356,48 @@ func (t *transport) failed(op *operation, ctx context.Context, err error, answer
 
 // readAll reads a whole body within the remaining budget, charging it.
 func (t *transport) readAll(op *operation, resp *http.Response) ([]byte, error) {
-	t.mu.Lock()
-	remaining := MaxResponseBytes - t.charged
-	t.mu.Unlock()
+	remaining := t.remaining()
 	if resp.ContentLength > remaining {
 		return nil, t.charge(op, resp.ContentLength)
 	}
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, remaining+1))
-	if cerr := t.charge(op, int64(buf.Len())); cerr != nil {
+	body, err := readUpTo(resp.Body, resp.ContentLength, remaining+1)
+	if cerr := t.charge(op, int64(len(body))); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
 		t.note(op, err)
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readUpTo reads r to its end or to limit bytes, whichever comes first.
+// size, when positive, is the length r announced: a body of that size
+// takes one allocation.
+func readUpTo(r io.Reader, size, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	n := int64(512)
+	if size > 0 {
+		n = size + 1 // room to see io.EOF without growing
+	}
+	b := make([]byte, 0, min(n, limit))
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(cap(b)), limit-int64(len(b)))))
+		}
+		end := min(int64(cap(b)), limit)
+		k, err := r.Read(b[len(b):end])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // observe reads one JSON-RPC message the server sent. fromCall says it
@@ -373,8 +407,8 @@ func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
 	if op == nil {
 		return
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &m); err != nil {
+	m, ok := readMessage(payload)
+	if !ok {
 		if fromCall {
 			t.mu.Lock()
 			op.answered[op.last] = true
@@ -382,22 +416,20 @@ func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
 		}
 		return
 	}
-	result, hasResult := m["result"]
-	_, hasError := m["error"]
-	if !hasResult && !hasError {
+	if m.result == nil && m.error == nil {
 		return // a request or notification from the server
 	}
-	key := idKey(m["id"])
+	key := idKey(m.id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	method, ours := op.calls[key]
 	switch {
 	case ours:
 		op.answered[key] = true
-		if method == "tools/list" && hasResult {
-			op.page, op.pageID = result, key
+		if method == "tools/list" && m.result != nil {
+			op.page, op.pageID = bytes.Clone(m.result), key
 		}
-	case key == "" && hasError:
+	case key == "" && m.error != nil:
 		op.answered[op.last] = true
 	}
 }
@@ -408,14 +440,11 @@ func (t *transport) observeRefusal(op *operation, body []byte) {
 	if op == nil {
 		return
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
+	m, ok := readMessage(body)
+	if !ok || m.error == nil {
 		return
 	}
-	if _, ok := m["error"]; !ok {
-		return
-	}
-	key := idKey(m["id"])
+	key := idKey(m.id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ours := op.calls[key]; ours {
@@ -503,11 +532,11 @@ func peek(req *http.Request) (request, error) {
 	if req.GetBody != nil {
 		var rc io.ReadCloser
 		if rc, err = req.GetBody(); err == nil {
-			body, err = io.ReadAll(rc)
+			body, err = readUpTo(rc, req.ContentLength, math.MaxInt64)
 			rc.Close()
 		}
 	} else {
-		body, err = io.ReadAll(req.Body)
+		body, err = readUpTo(req.Body, req.ContentLength, math.MaxInt64)
 		req.Body.Close()
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

@@ -1,0 +1,512 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The reference implementations below decode with encoding/json; the
+// scanners must agree with them on every input.
+
+func refMessage(payload []byte) (rpcMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(payload, &m) != nil {
+		return rpcMessage{}, false
+	}
+	var out rpcMessage
+	if v, ok := m["id"]; ok {
+		out.id = v
+	}
+	if v, ok := m["result"]; ok {
+		out.result = v
+	}
+	if v, ok := m["error"]; ok {
+		out.error = v
+	}
+	return out, true
+}
+
+func refEntries(raw []byte) ([][]byte, bool) {
+	var result map[string]json.RawMessage
+	if json.Unmarshal(raw, &result) != nil {
+		return nil, false
+	}
+	var entries []json.RawMessage
+	if json.Unmarshal(result["tools"], &entries) != nil || entries == nil {
+		return nil, false
+	}
+	out := make([][]byte, len(entries))
+	for i, e := range entries {
+		out[i] = e
+	}
+	return out, true
+}
+
+func refName(entry []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(entry, &m) != nil {
+		return ""
+	}
+	var name string
+	_ = json.Unmarshal(m["name"], &name)
+	return name
+}
+
+var scanSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},null]}}`,
+	`{"id":"x","error":{"code":-32600,"message":"no"}}`,
+	`{"id":null,"error":{}}`,
+	`{"method":"notifications/message","params":{}}`,
+	` { "id" : 1 , "result" : null } `,
+	`{"result":1,"result":{"tools":[]},"id":2,"id":"2"}`,
+	`{"res\u0075lt":{"tool\u0073":[{"n\u0061me":"esc\u0041ped"}]},"id":1}`,
+	`{"result":{"tools":[{"name":"a","name":"b"},{"name":5},{"name":null},{"Name":"c"},{},"str",7,[1],{"name":"\u00e9t\u00e9"},{"name":"caf\u00e9\n"}]}}`,
+	"{\"result\":{\"tools\":[{\"name\":\"bad\xffutf8\"}]}}",
+	`{"result":{"tools":null}}`,
+	`{"result":{"tools":{}}}`,
+	`{"result":{"Tools":[{"name":"a"}]}}`,
+	`{"result":[]}`,
+	`null`,
+	` null `,
+	`[]`,
+	`"str"`,
+	`1`,
+	`{}`,
+	`{"a":[{"b":"]}\"["},"}"],"result":{"tools":[{"name":"x\"y","d":"{[\\"}]}}`,
+	`{"id":1e3,"result":{}}`,
+	`{`,
+	``,
+	`{"id":1,"result":{"tools":[1,]}}`,
+}
+
+func FuzzReadMessage(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, gotOK := readMessage(payload)
+		want, wantOK := refMessage(payload)
+		if gotOK != wantOK {
+			t.Fatalf("readMessage(%q) ok = %v, want %v", payload, gotOK, wantOK)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want []byte
+		}{{"id", got.id, want.id}, {"result", got.result, want.result}, {"error", got.error, want.error}} {
+			if (c.got == nil) != (c.want == nil) || !bytes.Equal(c.got, c.want) {
+				t.Errorf("readMessage(%q).%s = %q, want %q", payload, c.name, c.got, c.want)
+			}
+		}
+	})
+}
+
+func FuzzRawEntries(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		m, ok := readMessage(payload)
+		if !ok || m.result == nil {
+			return
+		}
+		got, gotOK := rawEntries(m.result)
+		want, wantOK := refEntries(m.result)
+		if gotOK != wantOK || !cmp.Equal(got, want, cmp.Comparer(bytes.Equal)) {
+			t.Fatalf("rawEntries(%q) = %q, %v; want %q, %v", m.result, got, gotOK, want, wantOK)
+		}
+		for _, e := range got {
+			if g, w := rawName(e), refName(e); g != w {
+				t.Errorf("rawName(%q) = %q, want %q", e, g, w)
+			}
+		}
+	})
+}
+
+func TestScannersOnSeeds(t *testing.T) {
+	// The seeds exercise escapes, duplicates, case, nesting and broken input;
+	// the fuzz targets run them with every go test.
+	m, ok := readMessage([]byte(scanSeeds[7]))
+	if !ok {
+		t.Fatal("seed 7 did not read")
+	}
+	entries, ok := rawEntries(m.result)
+	if !ok || len(entries) != 10 {
+		t.Fatalf("rawEntries = %q, %v; want 10 entries", entries, ok)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, rawName(e))
+	}
+	want := []string{"b", "", "", "", "", "", "", "", "été", "café\n"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+}
+
+var plainValues = []struct {
+	name string
+	v    any
+}{
+	{"nil", nil},
+	{"bools", []any{true, false}},
+	{"html and controls", "<a href=\"x\">&amp;</a>\\ \b\f\n\r\t\x00\x1f\x7f"},
+	{"line separators", "a\u2028b\u2029c"},
+	{"invalid utf-8", "ok\xffthen\xc3(\xe2\x82"},
+	{"multibyte", "été ☃ 𝄞"},
+	{"integers", []any{0.0, 1.0, -1.0, 42.0, 1e20, 123456789012345678.0}},
+	{"fractions", []any{0.5, -0.25, 1.0 / 3, 1e-6, 0.000001}},
+	{"exponents", []any{1e21, 1e-7, -1e-7, 5e-324, math.MaxFloat64, 1.5e300, 1e-10}},
+	{"negative zero", math.Copysign(0, -1)},
+	{"nil slice", []any(nil)},
+	{"nil map", map[string]any(nil)},
+	{"empty", []any{map[string]any{}, []any{}, ""}},
+	{"sorted keys", map[string]any{"b": 1.0, "a": map[string]any{"z": nil, "é": 2.0, "Z": "x", "<": true, "": 0.0}}},
+	{"realistic schema", map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{"query": map[string]any{"type": "string", "description": "What to look for <in> the index & more"}, "limit": map[string]any{"type": "integer", "minimum": 1.0, "maximum": 100.0, "default": 10.0}},
+		"required":             []any{"query"},
+		"additionalProperties": false,
+	}},
+}
+
+func TestPlainEncoderMatchesEncodingJSON(t *testing.T) {
+	var e plainEncoder // reused across cases, as the validator reuses it
+	for _, tc := range plainValues {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := e.encode(tc.v)
+			if !ok || string(got) != string(want) {
+				t.Errorf("encode = %s, %v; want %s", got, ok, want)
+			}
+			if !plain(tc.v, 0) {
+				t.Error("plain = false, want true")
+			}
+		})
+	}
+}
+
+type customString string
+
+func TestPlainRefusesWhatItCannotVouchFor(t *testing.T) {
+	deep := any("leaf")
+	for range maxPlainDepth + 1 {
+		deep = []any{deep}
+	}
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	for _, tc := range []struct {
+		name        string
+		v           any
+		marshalFail bool
+	}{
+		{"NaN", math.NaN(), true},
+		{"+Inf in a map", map[string]any{"x": math.Inf(1)}, true},
+		{"-Inf in a slice", []any{1.0, math.Inf(-1)}, true},
+		{"cycle", cyclic, true},
+		{"too deep", deep, false},
+		{"int", 1, false},
+		{"json.Number", json.Number("1.50"), false},
+		{"raw message", json.RawMessage(`{"type":"object"}`), false},
+		{"named string", customString("object"), false},
+		{"typed map", map[string]string{"type": "object"}, false},
+		{"channel", make(chan int), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if plain(tc.v, 0) {
+				t.Error("plain = true, want false")
+			}
+			var e plainEncoder
+			if _, ok := e.encode(tc.v); ok {
+				t.Error("encode ok, want false")
+			}
+			if len(e.keys) != 0 {
+				t.Errorf("encode left %d keys on its stack", len(e.keys))
+			}
+			if _, err := json.Marshal(tc.v); (err != nil) != tc.marshalFail {
+				t.Errorf("json.Marshal error = %v, want failure %v", err, tc.marshalFail)
+			}
+		})
+	}
+}
+
+func FuzzPlainEncoder(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"number","default":1e-7,"enum":[1e21,0.1,-0]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e plainEncoder
+		got, ok := e.encode(v)
+		if !ok || string(got) != string(want) {
+			t.Errorf("encode(%s) = %s, %v; want %s", data, got, ok, want)
+		}
+	})
+}
+
+// TestObjectSchemaMatchesRoundTrip: deciding on the decoded value gives
+// the verdict of marshaling and decoding it again.
+func TestObjectSchemaMatchesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema any
+		want   bool
+	}{
+		{"object", map[string]any{"type": "object"}, true},
+		{"string type", map[string]any{"type": "string"}, false},
+		{"no type", map[string]any{"properties": map[string]any{}}, false},
+		{"null type", map[string]any{"type": nil}, false},
+		{"array type", map[string]any{"type": []any{"object"}}, false},
+		{"nil map", map[string]any(nil), false},
+		{"nil", nil, false},
+		{"array", []any{map[string]any{"type": "object"}}, false},
+		{"string", "object", false},
+		{"named string type", map[string]any{"type": customString("object")}, true},
+		{"raw message", json.RawMessage(`{"type":"object"}`), true},
+		{"typed map", map[string]string{"type": "object"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marshaled, err := json.Marshal(tc.schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var obj map[string]any
+			roundTrip := json.Unmarshal(marshaled, &obj) == nil && obj != nil && obj["type"] == "object"
+			if roundTrip != tc.want {
+				t.Fatalf("round trip says %v; the case is wrong", roundTrip)
+			}
+			if got := objectSchema(tc.schema, marshaled); got != tc.want {
+				t.Errorf("objectSchema = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRemarshalSchemaMatchesEncodingJSON(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
+	for _, tc := range []struct {
+		name string
+		tool *sdk.Tool
+	}{
+		{"plain", &sdk.Tool{Name: "a", InputSchema: schema, OutputSchema: schema, Meta: sdk.Meta{"k": []any{1.0}}}},
+		{"raw schema", &sdk.Tool{Name: "b", InputSchema: json.RawMessage(`{"type": "object"}`)}},
+		{"typed meta", &sdk.Tool{Name: "c", InputSchema: schema, Meta: sdk.Meta{"n": 3}}},
+		{"NaN in output schema", &sdk.Tool{Name: "d", InputSchema: schema, OutputSchema: map[string]any{"x": math.NaN()}}},
+		{"NaN in schema", &sdk.Tool{Name: "e", InputSchema: map[string]any{"x": math.NaN()}}},
+		{"NaN in meta and schema", &sdk.Tool{Name: "f", InputSchema: map[string]any{"x": math.Inf(-1)}, Meta: sdk.Meta{"x": math.NaN()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := newValidator().remarshalSchema(tc.tool)
+			_, wantErr := json.Marshal(tc.tool)
+			if wantErr != nil {
+				if err == nil || err.Error() != wantErr.Error() {
+					t.Errorf("remarshalSchema error = %v, want %v", err, wantErr)
+				}
+				return
+			}
+			want, _ := json.Marshal(tc.tool.InputSchema)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("remarshalSchema = %s, %v; want %s", got, err, want)
+			}
+		})
+	}
+}
+
+// TestToolFieldsThatCanFailToMarshal pins what remarshalSchema relies on:
+// of go-sdk's Tool, only Meta, InputSchema and OutputSchema hold values
+// whose marshaling can fail; every other field is made of strings, bools,
+// slices of them, and ToolAnnotations, whose MarshalJSON marshals the same
+// fields without the method.
+func TestToolFieldsThatCanFailToMarshal(t *testing.T) {
+	describe := func(typ reflect.Type) []string {
+		var out []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			out = append(out, f.Name+" "+f.Type.String()+" "+string(f.Tag.Get("json")))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want []string
+	}{
+		{reflect.TypeFor[sdk.Tool](), []string{
+			"Meta mcp.Meta _meta,omitempty",
+			"Annotations *mcp.ToolAnnotations annotations,omitempty",
+			"Description string description,omitempty",
+			"InputSchema interface {} inputSchema",
+			"Name string name",
+			"OutputSchema interface {} outputSchema,omitempty",
+			"Title string title,omitempty",
+			"Icons []mcp.Icon icons,omitempty",
+		}},
+		{reflect.TypeFor[sdk.ToolAnnotations](), []string{
+			"DestructiveHint *bool destructiveHint,omitempty",
+			"IdempotentHint bool idempotentHint",
+			"OpenWorldHint *bool openWorldHint,omitempty",
+			"ReadOnlyHint bool readOnlyHint",
+			"Title string title,omitempty",
+		}},
+		{reflect.TypeFor[sdk.Icon](), []string{
+			"Source string src",
+			"MIMEType string mimeType,omitempty",
+			"Sizes []string sizes,omitempty",
+			"Theme mcp.IconTheme theme,omitempty",
+		}},
+	} {
+		if diff := cmp.Diff(tc.want, describe(tc.typ)); diff != "" {
+			t.Errorf("fields of %v (-want +got):\n%s", tc.typ, diff)
+		}
+	}
+	if reflect.TypeFor[sdk.IconTheme]().Kind() != reflect.String {
+		t.Error("IconTheme is no longer a string")
+	}
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	for _, typ := range []reflect.Type{reflect.TypeFor[sdk.Tool](), reflect.TypeFor[sdk.Icon](), reflect.TypeFor[sdk.IconTheme](), reflect.TypeFor[sdk.Meta]()} {
+		if typ.Implements(marshaler) || reflect.PointerTo(typ).Implements(marshaler) {
+			t.Errorf("%v has a MarshalJSON method now", typ)
+		}
+	}
+	yes := true
+	if _, err := json.Marshal(&sdk.Tool{Annotations: &sdk.ToolAnnotations{DestructiveHint: &yes, Title: "\xff<"}, Icons: []sdk.Icon{{Source: "\xff", Sizes: []string{"x"}}}}); err != nil {
+		t.Errorf("a tool with annotations and icons does not marshal: %v", err)
+	}
+}
+
+func TestValidToolNameMatchesTheRule(t *testing.T) {
+	rule := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	names := []string{"", "a", "A_b-9", strings.Repeat("x", 64), strings.Repeat("x", 65), "bad name", "é", "a\xff", "a.b", "a/b", "a\n", "\x00", "-", "_"}
+	for c := 0; c < 256; c++ {
+		names = append(names, "a"+string(rune(c)), string([]byte{byte(c)}))
+	}
+	for _, n := range names {
+		if got, want := validToolName(n), rule.MatchString(n); got != want {
+			t.Errorf("validToolName(%q) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestReadUpTo(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 1000)
+	for _, tc := range []struct {
+		name  string
+		r     io.Reader
+		size  int64
+		limit int64
+		want  []byte
+	}{
+		{"announced size", bytes.NewReader(body), int64(len(body)), 1 << 20, body},
+		{"unknown size", bytes.NewReader(body), -1, 1 << 20, body},
+		{"zero means unknown", bytes.NewReader(body), 0, 1 << 20, body},
+		{"one byte at a time", iotest.OneByteReader(bytes.NewReader(body)), -1, 1 << 20, body},
+		{"size understated", bytes.NewReader(body), 10, 1 << 20, body},
+		{"cut at the limit", bytes.NewReader(body), -1, 999, body[:999]},
+		{"cut at the limit with a size", bytes.NewReader(body), int64(len(body)), 5000, body[:5000]},
+		{"empty", bytes.NewReader(nil), -1, 10, []byte{}},
+		{"no budget left", bytes.NewReader(body), -1, 0, nil},
+		{"negative budget", bytes.NewReader(body), -1, -5, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readUpTo(tc.r, tc.size, tc.limit)
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Errorf("readUpTo = %d bytes, %v; want %d bytes", len(got), err, len(tc.want))
+			}
+		})
+	}
+	boom := errors.New("boom")
+	got, err := readUpTo(io.MultiReader(bytes.NewReader(body[:10]), iotest.ErrReader(boom)), -1, 100)
+	if !errors.Is(err, boom) || !bytes.Equal(got, body[:10]) {
+		t.Errorf("readUpTo on a failing reader = %q, %v; want the first 10 bytes and the error", got, err)
+	}
+}
+
+func TestReadUpToAllocatesOnceForAnAnnouncedSize(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 64<<10)
+	r := bytes.NewReader(body)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(body)
+		if b, _ := readUpTo(r, int64(len(body)), 1<<20); len(b) != len(body) {
+			t.Fatal("short read")
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("readUpTo made %v allocations, want 1", allocs)
+	}
+}
+
+func TestAcceptedSchemasDoNotShareBytes(t *testing.T) {
+	v := newValidator()
+	v.consider(&sdk.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}})
+	v.consider(&sdk.Tool{Name: "b", InputSchema: map[string]any{"type": "object", "title": "b"}})
+	if len(v.listing.Tools) != 2 {
+		t.Fatalf("accepted %d tools, want 2", len(v.listing.Tools))
+	}
+	_ = append(v.listing.Tools[0].InputSchema, "garbage"...)
+	if got := string(v.listing.Tools[1].InputSchema); got != `{"title":"b","type":"object"}` {
+		t.Errorf("second schema = %s after appending to the first", got)
+	}
+}
+
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`0`, `-0`, `-`, `01`, `1.`, `.5`, `1.5e`, `1e+`, `1E-7`, `-12.5e+10`, `1e5x`, `+1`,
+		`tru`, `true `, ` false`, `nul`, `nulll`, `[1 2]`, `{"a" 1}`, `{"a":}`, `{,}`, `[,]`, `{"a":1,}`,
+		`"\u00e9"`, `"\u00g9"`, `"\x"`, `"\/"`, "\"a\tb\"", "\"\x7f\xff\"", `"unterminated`, `"\`, "\"\\u12\"",
+		"\t\r\n 1 \n", `{"a":[{"b":{}}],"c":[]}`, `[[]]]`, `{}}`, "1\x00",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Errorf("validJSON(%q) = %v, json.Valid = %v", b, got, want)
+		}
+	})
+}
+
+func TestValidJSONNestingLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		depth int
+	}{
+		{"at the limit", maxJSONDepth},
+		{"past the limit", maxJSONDepth + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, pair := range []string{"[]", `{"a":}`} {
+				open, closing := pair[:len(pair)-1], pair[len(pair)-1:]
+				b := []byte(strings.Repeat(open, tc.depth) + "1" + strings.Repeat(closing, tc.depth))
+				if pair == "[]" {
+					b = []byte(strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth))
+				}
+				want := tc.depth <= maxJSONDepth
+				if got, std := validJSON(b), json.Valid(b); got != want || std != want {
+					t.Errorf("%s nested %d deep: validJSON = %v, json.Valid = %v; want %v", pair, tc.depth, got, std, want)
+				}
+			}
+		})
+	}
+}

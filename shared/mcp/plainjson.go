@@ -1,0 +1,195 @@
+package mcp
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxPlainDepth bounds the nesting the plain-value helpers follow; deeper
+// values take json.Marshal's path, which detects cycles.
+const maxPlainDepth = 1000
+
+// plain reports whether v is built only of what encoding/json decodes into
+// an any (nil, bool, finite float64, string, []any, map[string]any), so
+// that json.Marshal of it cannot fail.
+func plain(v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsInf(x, 0) && !math.IsNaN(x)
+	case []any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// plainEncoder appends the bytes json.Marshal produces for plain values
+// (sorted keys, HTML-safe escaping). Its buffers are reused across calls.
+type plainEncoder struct {
+	buf  []byte
+	keys []string // a stack: each map's keys sit above its parents'
+}
+
+// encode returns the encoding of v, valid until the next call, or false
+// when v is not plain.
+func (e *plainEncoder) encode(v any) ([]byte, bool) {
+	var ok bool
+	e.buf, ok = e.append(e.buf[:0], v, 0)
+	return e.buf, ok
+}
+
+func (e *plainEncoder) append(dst []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxPlainDepth {
+		return dst, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case bool:
+		return strconv.AppendBool(dst, x), true
+	case string:
+		return appendJSONString(dst, x), true
+	case float64:
+		return appendJSONFloat(dst, x)
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, elem := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = e.append(dst, elem, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		base := len(e.keys)
+		for k := range x {
+			e.keys = append(e.keys, k)
+		}
+		slices.Sort(e.keys[base:])
+		dst = append(dst, '{')
+		for i := range len(x) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k := e.keys[base+i]
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			var ok bool
+			if dst, ok = e.append(dst, x[k], depth+1); !ok {
+				e.keys = e.keys[:base]
+				return dst, false
+			}
+		}
+		e.keys = e.keys[:base]
+		return append(dst, '}'), true
+	}
+	return dst, false
+}
+
+// appendJSONFloat formats f as encoding/json does (ES6 number formatting).
+func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}
+
+// htmlSafe marks the ASCII bytes encoding/json writes unescaped when it
+// escapes HTML.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendJSONString quotes s as encoding/json does with HTML escaping:
+// <, > and & as \u003c..., control characters, U+2028 and U+2029 escaped,
+// invalid UTF-8 as \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if htmlSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
