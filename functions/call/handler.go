@@ -110,7 +110,7 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
-		return nil, work.Errorf(work.Internal, err, "another delivery of this call is in progress; retry later")
+		return nil, &work.Error{Type: work.Internal, Message: "another delivery of this call is in progress; retry later", Err: err, Requeue: true}
 	case err != nil:
 		return nil, work.Errorf(work.Internal, err, "the call ledger failed")
 	case entry.Done:

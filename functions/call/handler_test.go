@@ -273,6 +273,48 @@ func TestAtMostOnce(t *testing.T) {
 			t.Errorf("summary = %v", s)
 		}
 	})
+	t.Run("a delivery in progress sends a duplicate with a task token back, unreported", func(t *testing.T) {
+		e := newEnv(t)
+		if _, err := e.ledger.Peer().Begin(t.Context(), "toolu_busy"); err != nil {
+			t.Fatal(err)
+		}
+		body := string(request(map[string]any{"tool_use_id": "toolu_busy", "task_token": "tok-busy"}))
+		got := e.direct(t, worktest.Payload(worktest.SQSEvent(body)))
+		if string(got.Result) != `{"batchItemFailures":[{"itemIdentifier":"msg-0"}]}` || len(got.TaskReports) != 0 || len(e.server.calls) != 0 {
+			t.Errorf("result %s, task reports %+v, calls %v; want the record back, no report and no call", got.Result, got.TaskReports, e.server.calls)
+		}
+		if s := got.Summaries[0]; s["error_type"] != "internal_error" || s["outcome"] != "requeued" {
+			t.Errorf("summary = %v", s)
+		}
+		direct := e.direct(t, []byte(body))
+		if direct.Error == nil || direct.Error.Type != "internal_error" || len(direct.TaskReports) != 0 {
+			t.Errorf("direct: error %+v, task reports %+v; want internal_error and no report", direct.Error, direct.TaskReports)
+		}
+	})
+	t.Run("a redelivery to a closed task is done", func(t *testing.T) {
+		for _, name := range []string{"ok", "fail"} {
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t)
+				e.Tasks.Once = true
+				if name == "fail" {
+					e.server.callErr = fmt.Errorf("mcp: call: %w", context.DeadlineExceeded)
+				}
+				ev := worktest.Payload(worktest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_closed", "task_token": "tok-closed"}))))
+				first := e.direct(t, ev)
+				again := e.direct(t, ev)
+				if len(first.TaskReports) != 1 || len(e.server.calls) != 1 {
+					t.Fatalf("first: reports %+v, calls %v; want one each", first.TaskReports, e.server.calls)
+				}
+				if string(again.Result) != `{"batchItemFailures":[]}` || len(again.TaskReports) != 0 || len(again.DeadLetters) != 0 {
+					t.Errorf("again: result %s, reports %+v, dead letters %+v; want the record done and nothing sent", again.Result, again.TaskReports, again.DeadLetters)
+				}
+				s := again.Summaries[0]
+				if s["outcome"] != "task_closed" || s["task_report_error"] != "TaskTimedOut" || s["replayed"] != true || s["level"] != "WARN" {
+					t.Errorf("summary = %v, want a replay ending task_closed (TaskTimedOut) at WARN", s)
+				}
+			})
+		}
+	})
 	t.Run("a failure before the call frees the key", func(t *testing.T) {
 		e := newEnv(t)
 		e.server.Err = errors.New("connection refused")

@@ -76,38 +76,40 @@ func (s *stack) discover(t *testing.T, id string, srv *mcptest.Server) {
 func callBody(fields map[string]any) string { return string(worktest.Payload(fields)) }
 
 // cause is one real way a call fails, and the wire type it must produce.
+// A requeued cause comes back to the queue even with a task token.
 type cause struct {
-	name  string
-	body  func(t *testing.T, s *stack) string
-	wants string
+	name     string
+	body     func(t *testing.T, s *stack) string
+	wants    string
+	requeued bool
 }
 
 func realCauses() []cause {
 	return []cause{
 		{"malformed event", func(t *testing.T, s *stack) string {
 			return `{"server_url":"https://mcp.example.com/mcp","tool_name":"echo","input":{}}`
-		}, "invalid_request_error"},
+		}, "invalid_request_error", false},
 		{"loopback the policy does not allow", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
 			u, _ := url.Parse(srv.URL)
 			return callBody(map[string]any{"server_url": "https://[::1]:" + u.Port() + "/mcp", "tool_name": "echo", "arguments": map[string]string{"text": "hi"}})
-		}, "mcp_egress_denied_error"},
+		}, "mcp_egress_denied_error", false},
 		{"401 without a credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}})
-		}, "mcp_authentication_failed_error"},
+		}, "mcp_authentication_failed_error", false},
 		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
 			id := worktest.UniqueName("wrong")
 			worktest.PutVault(t, s.Secrets, s.Prefix+id, worktest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
-		}, "mcp_authentication_failed_error"},
+		}, "mcp_authentication_failed_error", false},
 		{"nothing listens on the port", func(t *testing.T, s *stack) string {
 			return callBody(map[string]any{"server_url": worktest.ClosedPortURL(t), "tool_name": "echo"})
-		}, "mcp_connection_failed_error"},
+		}, "mcp_connection_failed_error", false},
 		{"server answers garbage", func(t *testing.T, s *stack) string {
 			return callBody(map[string]any{"server_url": worktest.GarbageServer(t), "tool_name": "echo"})
-		}, "mcp_protocol_error"},
+		}, "mcp_protocol_error", false},
 		{"another delivery holds the call", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
 			id := worktest.UniqueName("toolu")
@@ -116,7 +118,7 @@ func realCauses() []cause {
 				t.Fatal(err)
 			}
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "tool_use_id": id})
-		}, "internal_error"},
+		}, "internal_error", true},
 	}
 }
 
@@ -134,7 +136,25 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 				}
 			})
 			t.Run("sqs", func(t *testing.T) { s.CheckRecord(t, c.body(t, s), c.wants) })
-			t.Run("task token", func(t *testing.T) { s.CheckTaskFailure(t, c.body(t, s), "token-"+c.name, c.wants) })
+			t.Run("task token", func(t *testing.T) {
+				if !c.requeued {
+					s.CheckTaskFailure(t, c.body(t, s), "token-"+c.name, c.wants)
+					return
+				}
+				s.Tasks.Reset()
+				var fields map[string]any
+				if err := json.Unmarshal([]byte(c.body(t, s)), &fields); err != nil {
+					t.Fatal(err)
+				}
+				fields["task_token"] = "token-" + c.name
+				out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(callBody(fields))), time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if failed := out.(events.SQSEventResponse).BatchItemFailures; len(failed) != 1 || len(s.Tasks.Reports()) != 0 {
+					t.Errorf("failures %v, task reports %+v; want msg-0 back in the queue and the task left alone", failed, s.Tasks.Reports())
+				}
+			})
 		})
 	}
 }
@@ -244,6 +264,36 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 		}
 		if n := srv.CallCount("echo"); n != 1 {
 			t.Errorf("echo ran %d times, want 1", n)
+		}
+	})
+	t.Run("redelivered to a closed task", func(t *testing.T) {
+		// A 1 s budget: slow times out after its request went out, a failure
+		// the ledger stores and replays.
+		s := newStack(t, func(c *work.Config) { c.OperationTimeout = time.Second })
+		s.Tasks.Once = true
+		srv := mcptest.NewServer(t, mcptest.Options{})
+		for _, tool := range []string{"echo", "slow"} {
+			ev := worktest.Payload(worktest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": tool, "arguments": map[string]any{"text": "x", "ms": 3000}, "task_token": "tok-" + tool})))
+			for range 2 {
+				if out, err := s.Invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+					t.Fatalf("Handle = %v, %v; want the record done", out, err)
+				}
+			}
+		}
+		if reports := s.Tasks.Reports(); len(reports) != 2 || reports[0].Error != "" || reports[1].Error != "mcp_connection_failed_error" {
+			t.Errorf("reports %+v, want echo's result and slow's failure, once each", reports)
+		}
+		if n := worktest.Pending(t, s.SQS, s.DLQ); n != 0 {
+			t.Errorf("%d dead letters, want none", n)
+		}
+		var closed []string
+		for _, sum := range s.Logs.Summaries() {
+			if sum["outcome"] == "task_closed" && sum["replayed"] == true {
+				closed = append(closed, fmt.Sprint(sum["tool"], " ", sum["task_report_error"]))
+			}
+		}
+		if diff := cmp.Diff([]string{"echo TaskTimedOut", "slow TaskTimedOut"}, slices.Sorted(slices.Values(closed))); diff != "" {
+			t.Errorf("replays ending task_closed (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("racing deliveries of one tool use", func(t *testing.T) {

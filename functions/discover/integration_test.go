@@ -254,3 +254,39 @@ func TestBatchMixed(t *testing.T) {
 		t.Errorf("task reports %+v", reports)
 	}
 }
+
+// TestRedeliveryToAClosedTask: a record whose task already has its outcome
+// is delivered again; discovery runs again (it is idempotent), Step
+// Functions answers TaskTimedOut, and the record is done, not requeued or
+// dead-lettered.
+func TestRedeliveryToAClosedTask(t *testing.T) {
+	s := newStack(t)
+	s.Tasks.Once = true
+	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	ev := worktest.Payload(worktest.SQSEvent(
+		body(map[string]any{"catalog_id": "again", "server_url": ok.URL, "task_token": "tok-ok"}),
+		body(map[string]any{"catalog_id": "again-bad", "server_url": "https://[::1]/mcp", "task_token": "tok-bad"}),
+	))
+	for i := range 2 {
+		out, err := s.invoke(t, ev)
+		if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+			t.Fatalf("delivery %d: Handle = %v, %v; want both records done", i, out, err)
+		}
+	}
+	if reports := s.Tasks.Reports(); len(reports) != 2 || reports[0].Error != "mcp_egress_denied_error" || reports[1].Error != "" {
+		t.Errorf("task reports %+v, want one per task", reports)
+	}
+	if n := worktest.Pending(t, s.SQS, s.DLQ); n != 0 {
+		t.Errorf("%d dead letters, want none", n)
+	}
+	var closed []string
+	for _, sum := range s.Logs.Summaries() {
+		if sum["outcome"] == "task_closed" {
+			closed = append(closed, fmt.Sprint(sum["catalog_id"], " ", sum["task_report_error"], " ", sum["level"]))
+		}
+	}
+	slices.Sort(closed)
+	if want := []string{"again TaskTimedOut WARN", "again-bad TaskTimedOut WARN"}; !slices.Equal(closed, want) {
+		t.Errorf("summaries ending task_closed %q, want %q", closed, want)
+	}
+}

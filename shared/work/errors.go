@@ -37,14 +37,20 @@ func (t ErrorType) Permanent() bool {
 }
 
 // Error is a failure with its wire type. Message is what the caller sees;
-// Err, the cause, is logged and never sent to the caller. Final marks an
-// error that no retry can change whatever its type (an outcome replayed
-// from the idempotency ledger); it is handled as permanent.
+// Err, the cause, is logged and never sent to the caller.
+//   - Final marks an error no retry can change whatever its type (an
+//     outcome replayed from the idempotency ledger); it is handled as
+//     permanent.
+//   - Requeue marks a delivery that must come back later and report
+//     nothing (a duplicate whose first delivery still runs): a record
+//     returns to the queue even with a task token; a direct request fails
+//     without reporting to its task.
 type Error struct {
 	Type    ErrorType
 	Message string
 	Err     error
 	Final   bool
+	Requeue bool
 }
 
 // Errorf returns an *Error of type t with a formatted message and cause.
@@ -83,6 +89,12 @@ func Permanent(err error) bool {
 		return true
 	}
 	return TypeOf(err).Permanent()
+}
+
+// mustRequeue reports whether err is an *Error marked Requeue.
+func mustRequeue(err error) bool {
+	var we *Error
+	return errors.As(err, &we) && we.Requeue
 }
 
 // ClassifyMCP maps an error from connecting to or talking with an MCP

@@ -23,6 +23,7 @@ const (
 	NotStarted                      // no useful budget left; back to the queue
 	ReportFailed                    // SendTask* failed; back to the queue
 	DeadLetterFailed                // the DLQ send failed; back to the queue
+	TaskClosed                      // the task already had its outcome or was gone; done
 )
 
 var outcomeWords = [...]string{
@@ -35,6 +36,7 @@ var outcomeWords = [...]string{
 	NotStarted:       "not_started",
 	ReportFailed:     "report_failed",
 	DeadLetterFailed: "dead_letter_failed",
+	TaskClosed:       "task_closed",
 }
 
 func (o Outcome) String() string {
@@ -72,6 +74,9 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 		if TypeOf(err) == Internal {
 			level = slog.LevelError
 		}
+	}
+	if o == TaskClosed {
+		level = max(level, slog.LevelWarn)
 	}
 	r.cfg.Logger.LogAttrs(context.Background(), level, "work item", attrs...)
 	r.metrics.emit(r.cfg.Now(), o, TypeOf(err), elapsed, bytes)

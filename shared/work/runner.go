@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -166,16 +167,13 @@ func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any,
 	case !started:
 		r.summarize(it, start, NotStarted, err)
 		return nil, r.wireError(it, err)
-	case it.TaskToken != "":
-		if rerr := r.reportTask(ctx, it, v, err); rerr != nil {
-			r.summarize(it, start, ReportFailed, errors.Join(err, rerr))
+	case it.TaskToken != "" && !mustRequeue(err):
+		if rerr := r.report(ctx, it, start, v, err); rerr != nil {
 			return nil, r.wireError(it, Errorf(Internal, rerr, "could not report the outcome to Step Functions"))
 		}
 		if err != nil {
-			r.summarize(it, start, TaskFailed, err)
 			return nil, nil
 		}
-		r.summarize(it, start, TaskSucceeded, nil)
 		return v, nil
 	case err != nil:
 		r.summarize(it, start, Failed, err)
@@ -230,17 +228,11 @@ func (r *Runner) record(ctx context.Context, it *Item, rec events.SQSMessage) bo
 	case !started:
 		r.summarize(it, start, NotStarted, err)
 		return false
+	case mustRequeue(err):
+		r.summarize(it, start, Requeued, err)
+		return false
 	case it.TaskToken != "":
-		if rerr := r.reportTask(ctx, it, v, err); rerr != nil {
-			r.summarize(it, start, ReportFailed, errors.Join(err, rerr))
-			return false
-		}
-		if err != nil {
-			r.summarize(it, start, TaskFailed, err)
-		} else {
-			r.summarize(it, start, TaskSucceeded, nil)
-		}
-		return true
+		return r.report(ctx, it, start, v, err) == nil
 	case err == nil:
 		r.summarize(it, start, Succeeded, nil)
 		return true
@@ -276,6 +268,47 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 	}()
 	v, err = r.proc.Process(ctx, it)
 	return v, true, err
+}
+
+// report sends the outcome (v or err) to the item's task and writes its
+// summary line. It returns nil once Step Functions has the outcome or
+// answered that the task is already closed, else why the report failed.
+func (r *Runner) report(ctx context.Context, it *Item, start time.Time, v any, err error) error {
+	rerr := r.reportTask(ctx, it, v, err)
+	switch code := closedTask(rerr); {
+	case code != "":
+		it.Annotate(slog.String("task_report_error", code))
+		r.summarize(it, start, TaskClosed, err)
+	case rerr != nil:
+		r.summarize(it, start, ReportFailed, errors.Join(err, rerr))
+		return rerr
+	case err != nil:
+		r.summarize(it, start, TaskFailed, err)
+	default:
+		r.summarize(it, start, TaskSucceeded, nil)
+	}
+	return nil
+}
+
+// closedTask names the Step Functions error when err says the task
+// already has its outcome or no longer exists, else returns "".
+func closedTask(err error) string {
+	var (
+		timedOut *sfntypes.TaskTimedOut
+		gone     *sfntypes.TaskDoesNotExist
+		invalid  *sfntypes.InvalidToken
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &timedOut):
+		return "TaskTimedOut"
+	case errors.As(err, &gone):
+		return "TaskDoesNotExist"
+	case errors.As(err, &invalid):
+		return "InvalidToken"
+	}
+	return ""
 }
 
 func (r *Runner) reportTask(ctx context.Context, it *Item, v any, err error) error {

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,6 +19,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/work"
@@ -77,8 +84,11 @@ func (f *fixture) process(ctx context.Context, it *work.Item) (any, error) {
 	case "panic":
 		panic("processor bug")
 	}
-	if s.Kind == "final" {
+	switch s.Kind {
+	case "final":
 		return nil, &work.Error{Type: work.ConnectionFailed, Message: "replayed", Final: true}
+	case "in_progress":
+		return nil, &work.Error{Type: work.Internal, Message: "another delivery is in progress", Requeue: true}
 	}
 	return nil, work.Errorf(work.ErrorType(s.Kind), errors.New("cause mentions https://mcp.example.com/mcp?key=query-secret and token-secret"), "%s happened", s.Kind)
 }
@@ -234,6 +244,17 @@ func TestDirectTaskToken(t *testing.T) {
 			fail:    errors.New("throttled"),
 			wantErr: "internal_error",
 		},
+		{
+			name:    "a duplicate in progress fails the invocation and leaves the task alone",
+			body:    body("in_progress", "task_token", "tok-1"),
+			wantErr: "internal_error",
+		},
+		{
+			name: "a closed task: the invocation succeeds",
+			body: body("ok", "task_token", "tok-1"),
+			fail: &sfntypes.TaskTimedOut{},
+			want: map[string]string{"item": "req-1"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,13 +366,19 @@ func TestBatchReportingFailures(t *testing.T) {
 		body        string
 		wantFailed  bool
 		wantOutcome string
+		wantReports int
 	}{
 		{name: "no DLQ configured: permanent goes back for the redrive policy", body: body("invalid_request_error"), wantFailed: true, wantOutcome: "requeued"},
 		{name: "DLQ send fails", dlq: dlqURL, queueFail: errors.New("access denied"), body: body("invalid_request_error"), wantFailed: true, wantOutcome: "dead_letter_failed"},
 		{name: "SendTaskSuccess fails", body: body("ok", "task_token", "t"), tasksFail: errors.New("throttled"), wantFailed: true, wantOutcome: "report_failed"},
 		{name: "SendTaskFailure fails", body: body("invalid_request_error", "task_token", "t"), tasksFail: errors.New("throttled"), wantFailed: true, wantOutcome: "report_failed"},
 		{name: "a final retryable error goes to the DLQ", dlq: dlqURL, body: body("final"), wantOutcome: "dead_lettered"},
-		{name: "permanent with token fails the task, not the DLQ", dlq: dlqURL, queueFail: errors.New("unused"), body: body("invalid_request_error", "task_token", "t"), wantOutcome: "task_failed"},
+		{name: "permanent with token fails the task, not the DLQ", dlq: dlqURL, queueFail: errors.New("unused"), body: body("invalid_request_error", "task_token", "t"), wantOutcome: "task_failed", wantReports: 1},
+		{name: "SendTaskSuccess: the task timed out", body: body("ok", "task_token", "t"), tasksFail: &sfntypes.TaskTimedOut{}, wantOutcome: "task_closed"},
+		{name: "SendTaskFailure: the task does not exist", body: body("internal_error", "task_token", "t"), tasksFail: &sfntypes.TaskDoesNotExist{}, wantOutcome: "task_closed"},
+		{name: "SendTaskSuccess: invalid token", body: body("ok", "task_token", "t"), tasksFail: fmt.Errorf("operation error SFN: SendTaskSuccess: %w", &sfntypes.InvalidToken{}), wantOutcome: "task_closed"},
+		{name: "a duplicate in progress with a token goes back unreported", dlq: dlqURL, body: body("in_progress", "task_token", "t"), wantFailed: true, wantOutcome: "requeued"},
+		{name: "a duplicate in progress without a token goes back", dlq: dlqURL, body: body("in_progress"), wantFailed: true, wantOutcome: "requeued"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,6 +397,80 @@ func TestBatchReportingFailures(t *testing.T) {
 			sums := f.logs.Summaries()
 			if len(sums) != 1 || sums[0]["outcome"] != tt.wantOutcome {
 				t.Errorf("summaries = %v, want outcome %q", sums, tt.wantOutcome)
+			}
+			if got := len(f.tasks.Reports()); got != tt.wantReports {
+				t.Errorf("%d task reports, want %d", got, tt.wantReports)
+			}
+			wantDead := 0
+			if tt.wantOutcome == "dead_lettered" {
+				wantDead = 1
+			}
+			if n := len(f.queue.Sent()); n != wantDead {
+				t.Errorf("%d dead letters, want %d", n, wantDead)
+			}
+		})
+	}
+}
+
+// TestClosedTask: when Step Functions answers that the task already has
+// its outcome or is gone, through the real SDK client, the record is done
+// and the summary line says so at warn level, naming the error but not the
+// token; any other refusal sends the record back.
+func TestClosedTask(t *testing.T) {
+	const token = "AAAAKgAAAAIAAAAAAAAAA-canary-task-token"
+	tests := []struct {
+		code        string // the __type Step Functions answers with
+		body        string
+		wantFailed  bool
+		wantOutcome string
+	}{
+		{"TaskTimedOut", body("ok", "task_token", token), false, "task_closed"},
+		{"TaskDoesNotExist", body("ok", "task_token", token), false, "task_closed"},
+		{"InvalidToken", body("mcp_protocol_error", "task_token", token), false, "task_closed"},
+		{"InvalidOutput", body("ok", "task_token", token), true, "report_failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"__type":"com.amazonaws.swf.service.v2.model#%s","message":"Provided task does not exist anymore"}`, tt.code)
+			}))
+			t.Cleanup(srv.Close)
+			logs := &worktest.Lines{}
+			r, err := work.NewRunner(work.Config{
+				Function: "test",
+				Tasks: sfn.New(sfn.Options{
+					Region:       "us-east-1",
+					BaseEndpoint: aws.String(srv.URL),
+					Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+					HTTPClient:   srv.Client(),
+				}),
+				Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
+				Metrics: io.Discard,
+			}, work.ProcessorFunc((&fixture{}).process))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			defer cancel()
+			out, err := r.Handle(ctx, worktest.Payload(worktest.SQSEvent(tt.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(failures(t, out)) == 1; got != tt.wantFailed {
+				t.Errorf("failed = %t, want %t", got, tt.wantFailed)
+			}
+			sums := logs.Summaries()
+			if len(sums) != 1 || sums[0]["outcome"] != tt.wantOutcome {
+				t.Fatalf("summaries = %v, want outcome %q", sums, tt.wantOutcome)
+			}
+			if tt.wantOutcome == "task_closed" && (sums[0]["level"] != "WARN" || sums[0]["task_report_error"] != tt.code) {
+				t.Errorf("summary = %v, want level WARN and task_report_error %s", sums[0], tt.code)
+			}
+			if strings.Contains(logs.String(), "canary-task-token") {
+				t.Errorf("the task token leaked into the logs:\n%s", logs.String())
 			}
 		})
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // UniqueName returns prefix followed by a random suffix, for tables,
@@ -61,6 +63,31 @@ func Drain(tb testing.TB, client *sqs.Client, url string, want int) []Message {
 	}
 	slices.SortStableFunc(got, func(a, b Message) int { return cmpString(a.Body, b.Body) })
 	return got
+}
+
+// Pending returns how many messages the queue at url holds, visible or in
+// flight (exact on moto).
+func Pending(tb testing.TB, client *sqs.Client, url string) int {
+	tb.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		tb.Fatalf("worktest: attributes of %s: %v", url, err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			tb.Fatalf("worktest: attributes of %s: %v", url, err)
+		}
+		n += c
+	}
+	return n
 }
 
 // VaultCredential is one credential of a vault secret.

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -74,5 +77,28 @@ func TestWireType(t *testing.T) {
 				t.Errorf("WireType = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestTasksOnce(t *testing.T) {
+	tasks := &worktest.Tasks{Once: true}
+	ok := &sfn.SendTaskSuccessInput{TaskToken: aws.String("a"), Output: aws.String(`{}`)}
+	fail := &sfn.SendTaskFailureInput{TaskToken: aws.String("a"), Error: aws.String("internal_error")}
+	if _, err := tasks.SendTaskSuccess(t.Context(), ok); err != nil {
+		t.Fatalf("first report: %v", err)
+	}
+	var timedOut *sfntypes.TaskTimedOut
+	if _, err := tasks.SendTaskSuccess(t.Context(), ok); !errors.As(err, &timedOut) {
+		t.Errorf("second success = %v, want TaskTimedOut", err)
+	}
+	if _, err := tasks.SendTaskFailure(t.Context(), fail); !errors.As(err, &timedOut) {
+		t.Errorf("failure after success = %v, want TaskTimedOut", err)
+	}
+	if _, err := tasks.SendTaskFailure(t.Context(), &sfn.SendTaskFailureInput{TaskToken: aws.String("b")}); err != nil {
+		t.Errorf("another token: %v", err)
+	}
+	want := []worktest.TaskReport{{TaskToken: "a", Output: []byte(`{}`)}, {TaskToken: "b"}}
+	if diff := cmp.Diff(want, tasks.Reports()); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
 	}
 }

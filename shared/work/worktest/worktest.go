@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mcpfn/mcpfn/shared/work"
@@ -37,12 +38,16 @@ type TaskReport struct {
 }
 
 // Tasks records task reports. Fail, when set, is returned by every call
-// (and nothing is recorded). Safe for concurrent use.
+// (and nothing is recorded). With Once, a token takes one report, as in
+// Step Functions: a later report for it gets *types.TaskTimedOut and is not
+// recorded. Set both before use; the rest is safe for concurrent use.
 type Tasks struct {
 	Fail error
+	Once bool
 
 	mu      sync.Mutex
 	reports []TaskReport
+	closed  map[string]bool
 }
 
 // SendTaskSuccess records a success.
@@ -54,7 +59,9 @@ func (t *Tasks) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInput,
 	if !json.Valid([]byte(out)) {
 		return nil, fmt.Errorf("worktest: output is not JSON: %q", out)
 	}
-	t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Output: json.RawMessage(out)})
+	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Output: json.RawMessage(out)}); err != nil {
+		return nil, err
+	}
 	return &sfn.SendTaskSuccessOutput{}, nil
 }
 
@@ -66,17 +73,29 @@ func (t *Tasks) SendTaskFailure(_ context.Context, in *sfn.SendTaskFailureInput,
 	if len(aws.ToString(in.Error)) > 256 {
 		return nil, errors.New("worktest: error longer than 256 characters")
 	}
-	t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Error: aws.ToString(in.Error), Cause: aws.ToString(in.Cause)})
+	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Error: aws.ToString(in.Error), Cause: aws.ToString(in.Cause)}); err != nil {
+		return nil, err
+	}
 	return &sfn.SendTaskFailureOutput{}, nil
 }
 
-func (t *Tasks) record(r TaskReport) {
+func (t *Tasks) record(r TaskReport) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.Once {
+		if t.closed[r.TaskToken] {
+			return &sfntypes.TaskTimedOut{Message: aws.String("Task Timed Out: 'Provided task does not exist anymore'")}
+		}
+		if t.closed == nil {
+			t.closed = map[string]bool{}
+		}
+		t.closed[r.TaskToken] = true
+	}
 	t.reports = append(t.reports, r)
+	return nil
 }
 
-// Reset forgets the reports.
+// Reset forgets the reports (a closed token stays closed).
 func (t *Tasks) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
