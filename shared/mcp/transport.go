@@ -312,7 +312,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	media := mediaType(resp)
 	if ok2xx && media == "text/event-stream" {
-		resp.Body = &meteredBody{t: t, op: op, rc: resp.Body, stop: stop, tap: sseTap{onEvent: func(data []byte) {
+		resp.Body = &meteredBody{t: t, op: op, rc: resp.Body, stop: stop, tap: sseTap{limit: int(max(t.remaining(), 0)), onEvent: func(data []byte) {
 			t.observe(op, data, msg.key != "")
 		}}}
 		return resp, nil
