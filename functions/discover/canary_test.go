@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -9,32 +10,40 @@ import (
 	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
-// TestNoSecretInLogs sends canary tokens and a canary URL query through
-// every outcome, direct and batched, and proves none of them appears in the
-// logs, metrics, results, wire errors, dead letters, task reports or the
-// recorded failures.
+// TestNoSecretInLogs sends canary tokens and a server URL whose path and
+// query carry canaries through every outcome, direct and batched, and
+// proves none of them appears in the logs, metrics, results, wire errors,
+// dead letters, task reports or the recorded failures.
 func TestNoSecretInLogs(t *testing.T) {
 	const (
 		goodToken  = "canary-good-token-c0ffee"
 		wrongToken = "canary-wrong-token-decaf0"
+		path       = "/mcp/sk-canary-path-5f1c"
 		query      = "sig=canary-query-secret-1a2b"
 	)
 	s := newStack(t)
-	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: goodToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: goodToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured.URL + "?" + query, Token: wrongToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: secured.URL + "/other", Token: wrongToken})
+	// The fixture answers on every path, so the canary path reaches it.
+	h, _ := mcptest.NewHandler(mcptest.Options{Stateless: true, BearerToken: goodToken})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	secured := srv.URL + path + "?" + query
+	// A fixture that serves /mcp only: the canary path answers 404.
+	elsewhere := mcptest.NewServer(t, mcptest.Options{})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured, Token: goodToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured, Token: wrongToken})
+	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
 
 	bodies := []string{
-		body(map[string]any{"catalog_id": "good", "server_url": secured.URL + "?" + query, "vault_ids": []string{"near", "good"}}),
-		body(map[string]any{"catalog_id": "wrong", "server_url": secured.URL + "?" + query, "vault_ids": []string{"wrong"}}),
-		body(map[string]any{"catalog_id": "closed", "server_url": worktest.ClosedPortURL(t) + "?" + query}),
-		body(map[string]any{"catalog_id": "garbage", "server_url": worktest.GarbageServer(t) + "?" + query}),
-		body(map[string]any{"catalog_id": "denied", "server_url": "https://[::1]/mcp?" + query}),
-		body(map[string]any{"catalog_id": "wrong", "server_url": secured.URL + "?" + query, "vault_ids": []string{"wrong"}, "task_token": "tok"}),
+		body(map[string]any{"catalog_id": "good", "server_url": secured, "vault_ids": []string{"near", "good"}}),
+		body(map[string]any{"catalog_id": "wrong", "server_url": secured, "vault_ids": []string{"wrong"}}),
+		body(map[string]any{"catalog_id": "closed", "server_url": strings.TrimSuffix(worktest.ClosedPortURL(t), "/mcp") + path + "?" + query}),
+		body(map[string]any{"catalog_id": "garbage", "server_url": strings.TrimSuffix(worktest.GarbageServer(t), "/mcp") + path + "?" + query}),
+		body(map[string]any{"catalog_id": "elsewhere", "server_url": strings.TrimSuffix(elsewhere.URL, "/mcp") + path + "?" + query}),
+		body(map[string]any{"catalog_id": "denied", "server_url": "https://[::1]" + path + "?" + query}),
+		body(map[string]any{"catalog_id": "wrong", "server_url": secured, "vault_ids": []string{"wrong"}, "task_token": "tok"}),
 	}
 	seen := s.Outputs(t, bodies, 2)
-	for _, id := range []string{"good", "wrong", "closed", "garbage", "denied"} {
+	for _, id := range []string{"good", "wrong", "closed", "garbage", "elsewhere", "denied"} {
 		c, err := s.Store.Get(t.Context(), id)
 		seen = append(seen, fmt.Sprintf("%+v %v", c, err))
 		if c != nil && c.LastFailure != nil {
@@ -49,7 +58,7 @@ func TestNoSecretInLogs(t *testing.T) {
 	if !strings.Contains(s.Logs.String(), "credential hint") {
 		t.Error("no credential hint logged: the hint path is not covered")
 	}
-	for _, canary := range []string{goodToken, wrongToken, "canary-query-secret"} {
+	for _, canary := range []string{goodToken, wrongToken, "canary-path", "canary-query"} {
 		if strings.Contains(all, canary) {
 			t.Errorf("%q leaked:\n%s", canary, all)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,20 +56,48 @@ func (it *Item) OperationContext(ctx context.Context) (context.Context, context.
 }
 
 // SetServer records the MCP server for the summary line, which shows its
-// origin only, and scrubs the full URL and its query from every message
-// about this item.
+// origin only, and scrubs the URL's path and query from every message about
+// this item: the URL, with or without its query, becomes the origin; the
+// path (when longer than "/") and the query alone become "[redacted]".
 func (it *Item) SetServer(u *url.URL) {
 	origin := Origin(u)
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	it.server = origin
-	full := u.String()
-	if full != origin {
-		it.secrets = append(it.secrets, replacement{full, origin})
+	it.secrets = append(it.secrets, serverSecrets(u, origin)...)
+}
+
+// serverSecrets lists what SetServer scrubs. The origins map to themselves
+// so that a path cannot match inside one ("/api" in "https://api.example").
+func serverSecrets(u *url.URL, origin string) []replacement {
+	origins := unique(u.Scheme+"://"+u.Host, origin)
+	var paths []string
+	for _, p := range unique(u.EscapedPath(), u.Path) {
+		if len(p) > 1 {
+			paths = append(paths, p)
+		}
+	}
+	out := []replacement{{u.String(), origin}}
+	for _, o := range origins {
+		out = append(out, replacement{o, o})
+		for _, p := range paths {
+			out = append(out, replacement{o + p, origin})
+		}
+	}
+	for _, p := range paths {
+		out = append(out, replacement{p, "[redacted]"})
 	}
 	if u.RawQuery != "" {
-		it.secrets = append(it.secrets, replacement{u.RawQuery, "[redacted]"})
+		out = append(out, replacement{u.RawQuery, "[redacted]"})
 	}
+	return out
+}
+
+func unique(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
 }
 
 // Server returns the origin SetServer recorded, or "".
@@ -88,14 +117,23 @@ func (it *Item) AddSecret(s string) {
 	it.secrets = append(it.secrets, replacement{s, "[redacted]"})
 }
 
-// Scrub returns s with every secret and full server URL replaced.
+// Scrub returns s with every secret, and the server URL's path and query,
+// replaced. It replaces in one pass, longest match first, so no replacement
+// is rewritten by a later one.
 func (it *Item) Scrub(s string) string {
 	it.mu.Lock()
-	defer it.mu.Unlock()
-	for _, r := range it.secrets {
-		s = strings.ReplaceAll(s, r.old, r.new)
+	rs := slices.Clone(it.secrets)
+	it.mu.Unlock()
+	if len(rs) == 0 {
+		return s
 	}
-	return s
+	// Stable: of equal olds, the first registered wins.
+	slices.SortStableFunc(rs, func(a, b replacement) int { return len(b.old) - len(a.old) })
+	args := make([]string, 0, 2*len(rs))
+	for _, r := range rs {
+		args = append(args, r.old, r.new)
+	}
+	return strings.NewReplacer(args...).Replace(s)
 }
 
 // PublicMessage is what a caller may see about err, scrubbed: an *Error's

@@ -1,0 +1,56 @@
+package work_test
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/mcpfn/mcpfn/shared/work"
+)
+
+// TestScrub: the server URL leaves a message as its origin, whatever part
+// of it the message quotes; tokens become [redacted].
+func TestScrub(t *testing.T) {
+	tests := []struct {
+		name   string
+		server string
+		in     string
+		want   string
+	}{
+		{"full URL", "https://mcp.example.com/mcp/sk-path?key=q",
+			`Post "https://mcp.example.com/mcp/sk-path?key=q": EOF`, `Post "https://mcp.example.com": EOF`},
+		{"query already redacted by package mcp", "https://mcp.example.com/mcp/sk-path?key=q",
+			`Post "https://mcp.example.com/mcp/sk-path?REDACTED": EOF`, `Post "https://mcp.example.com?REDACTED": EOF`},
+		{"URL without its query", "https://mcp.example.com/mcp/sk-path?key=q",
+			`GET https://mcp.example.com/mcp/sk-path: 404`, `GET https://mcp.example.com: 404`},
+		{"the path alone", "https://mcp.example.com/mcp/sk-path?key=q",
+			`vault v has a credential for the same origin but path /mcp/sk-path/other`, `vault v has a credential for the same origin but path [redacted]/other`},
+		{"the query alone", "https://mcp.example.com/mcp?key=q",
+			`query key=q refused`, `query [redacted] refused`},
+		{"host as given, origin lower-cased", "https://MCP.Example.com/mcp/sk-path",
+			`dial https://MCP.Example.com/mcp/sk-path`, `dial https://mcp.example.com`},
+		{"escaped and unescaped path", "https://mcp.example.com/a%20b/sk-path",
+			`"/a%20b/sk-path" or "/a b/sk-path"`, `"[redacted]" or "[redacted]"`},
+		{"a path inside the origin is not touched", "https://api.example.com/api",
+			`https://api.example.com refused; https://api.example.com/api?x failed; /api gone`, `https://api.example.com refused; https://api.example.com?x failed; [redacted] gone`},
+		{"the root path stays", "https://mcp.example.com/",
+			`https://mcp.example.com/ and a/b`, `https://mcp.example.com and a/b`},
+		{"no path", "https://mcp.example.com",
+			`https://mcp.example.com failed`, `https://mcp.example.com failed`},
+		{"the token", "https://mcp.example.com/mcp",
+			`Bearer tok-123 rejected at https://mcp.example.com/mcp`, `Bearer [redacted] rejected at https://mcp.example.com`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := url.Parse(tt.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := &work.Item{}
+			it.AddSecret("tok-123")
+			it.SetServer(u)
+			if got := it.Scrub(tt.in); got != tt.want {
+				t.Errorf("Scrub(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
