@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -137,5 +140,62 @@ func BenchmarkListingPage(b *testing.B) {
 				b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
 			}
 		}
+	})
+}
+
+// cannedRT answers every request with the same JSON-RPC result.
+type cannedRT struct{ body []byte }
+
+func (c cannedRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(c.body)),
+		ContentLength: int64(len(c.body)),
+		Request:       r,
+	}, nil
+}
+
+// BenchmarkRoundTrip measures what the transport adds to one POST through
+// the http.Client Connect builds (the Timeout moved into the transport),
+// over a RoundTripper that answers at once; bare has no Timeout, as
+// net/http's own cheap path for its Transport costs about one context.
+func BenchmarkRoundTrip(b *testing.B) {
+	next := cannedRT{[]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello"}]}}`)}
+	endpoint := &url.URL{Scheme: "http", Host: "127.0.0.1:1", Path: "/mcp"}
+	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	run := func(b *testing.B, hc *http.Client, each func()) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for b.Loop() {
+			each()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	b.Run("bare", func(b *testing.B) {
+		run(b, &http.Client{Transport: next}, func() {})
+	})
+	b.Run("transport", func(b *testing.B) {
+		tr := newTransport(next, endpoint, "token")
+		tr.timeout = DialTimeout
+		defer tr.kill()
+		cancel := func(error) {}
+		run(b, &http.Client{Transport: tr}, func() {
+			tr.mu.Lock()
+			tr.charged = 0 // a fresh budget per request
+			tr.mu.Unlock()
+			tr.begin(cancel)
+		})
 	})
 }

@@ -20,7 +20,15 @@ func skipSpace(b []byte, i int) int {
 // skipString returns the index just past the string that starts at b[i], or -1.
 func skipString(b []byte, i int) int {
 	start := i + 1
-	for i = start; i < len(b); i++ {
+	for i = start; i < len(b) && i < start+16; i++ { // most keys are short
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	for i < len(b) {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return -1
@@ -33,6 +41,7 @@ func skipString(b []byte, i int) int {
 		if (i-k)%2 == 0 {
 			return i + 1
 		}
+		i++
 	}
 	return -1
 }
@@ -48,15 +57,16 @@ func skipValue(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
-			switch b[i] {
-			case '"':
+			switch c := b[i]; {
+			case !structural[c]:
+			case c == '"':
 				if i = skipString(b, i); i < 0 {
 					return -1
 				}
 				continue
-			case '{', '[':
+			case c == '{' || c == '[':
 				depth++
-			case '}', ']':
+			default:
 				if depth--; depth == 0 {
 					return i + 1
 				}
@@ -74,6 +84,9 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// structural marks the bytes skipValue stops at inside a container.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
 // jsonList walks the members of an object or the elements of an array.
 type jsonList struct {
@@ -146,6 +159,66 @@ func (l *jsonList) next() (key, val []byte, ok bool) {
 	return key, l.b[i:end], true
 }
 
+// nextKey returns the next member's quoted key and stops before its
+// value, which the caller then skips or opens; false at the end of the
+// object or on broken input.
+func (l *jsonList) nextKey() ([]byte, bool) {
+	if l.bad {
+		return nil, false
+	}
+	i := skipSpace(l.b, l.i)
+	if i < len(l.b) && l.b[i] == '}' {
+		l.i = i + 1
+		return nil, false
+	}
+	if l.n > 0 {
+		if i >= len(l.b) || l.b[i] != ',' {
+			l.bad = true
+			return nil, false
+		}
+		i = skipSpace(l.b, i+1)
+	}
+	end := -1
+	if i < len(l.b) && l.b[i] == '"' {
+		end = skipString(l.b, i)
+	}
+	if end < 0 {
+		l.bad = true
+		return nil, false
+	}
+	key := l.b[i:end]
+	i = skipSpace(l.b, end)
+	if i >= len(l.b) || l.b[i] != ':' {
+		l.bad = true
+		return nil, false
+	}
+	l.i, l.n = skipSpace(l.b, i+1), l.n+1
+	return key, true
+}
+
+// skip skips the value after a key from nextKey.
+func (l *jsonList) skip() {
+	if end := skipValue(l.b, l.i); end < 0 {
+		l.bad = true
+	} else {
+		l.i = end
+	}
+}
+
+// openValue starts walking the value after a key from nextKey when it is
+// an object (object true) or an array; the caller sets l.i past it when
+// done.
+func (l *jsonList) openValue(object bool) (*jsonList, bool) {
+	open := byte('[')
+	if object {
+		open = '{'
+	}
+	if l.i >= len(l.b) || l.b[l.i] != open {
+		return nil, false
+	}
+	return &jsonList{b: l.b, i: l.i + 1, object: object}, true
+}
+
 // stringValue returns the Go string a JSON string literal decodes to, as
 // encoding/json decodes it (invalid UTF-8 becomes U+FFFD), or false when
 // raw is not a string.
@@ -185,17 +258,8 @@ type rpcMessage struct {
 // The values alias payload.
 func readMessage(payload []byte) (rpcMessage, bool) {
 	var m rpcMessage
-	if !validJSON(payload) {
-		return m, false
-	}
-	if bytes.Equal(bytes.TrimSpace(payload), []byte("null")) {
-		return m, true
-	}
-	l, ok := openList(payload, true)
-	if !ok {
-		return m, false
-	}
-	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
+	i := skipSpace(payload, 0)
+	i, ok := validValue(payload, i, 0, func(key, val []byte) {
 		switch {
 		case keyIs(key, "id"):
 			m.id = val
@@ -204,8 +268,12 @@ func readMessage(payload []byte) (rpcMessage, bool) {
 		case keyIs(key, "error"):
 			m.error = val
 		}
+	})
+	if !ok || skipSpace(payload, i) != len(payload) {
+		return rpcMessage{}, false
 	}
-	return m, !l.bad
+	v := bytes.TrimSpace(payload)
+	return m, v[0] == '{' || string(v) == "null"
 }
 
 // maxJSONDepth is encoding/json's nesting limit.
@@ -223,12 +291,14 @@ var stringSafe = func() (t [256]bool) {
 // validJSON reports what json.Valid reports, faster: b is one JSON value
 // surrounded by whitespace at most.
 func validJSON(b []byte) bool {
-	i, ok := validValue(b, skipSpace(b, 0), 0)
+	i, ok := validValue(b, skipSpace(b, 0), 0, nil)
 	return ok && skipSpace(b, i) == len(b)
 }
 
-// validValue checks the value at b[i] and returns the index past it.
-func validValue(b []byte, i, depth int) (int, bool) {
+// validValue checks the value at b[i] and returns the index past it. When
+// that value is an object, member sees each of its members (the quoted key
+// and the value) as it is checked.
+func validValue(b []byte, i, depth int, member func(key, val []byte)) (int, bool) {
 	if i >= len(b) {
 		return i, false
 	}
@@ -247,20 +317,27 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		}
 		for {
 			var ok bool
+			var key []byte
 			if c == '{' {
 				if i >= len(b) || b[i] != '"' {
 					return i, false
 				}
+				start := i
 				if i, ok = validString(b, i); !ok {
 					return i, false
 				}
+				key = b[start:i]
 				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
 					return i, false
 				}
 				i = skipSpace(b, i+1)
 			}
-			if i, ok = validValue(b, i, depth); !ok {
+			start := i
+			if i, ok = validValue(b, i, depth, nil); !ok {
 				return i, false
+			}
+			if member != nil && c == '{' {
+				member(key, b[start:i])
 			}
 			if i = skipSpace(b, i); i >= len(b) {
 				return i, false
@@ -367,4 +444,60 @@ func validNumber(b []byte, i int) (int, bool) {
 		}
 	}
 	return i, true
+}
+
+// readCall reads the "id" and "method" of an outgoing JSON-RPC message as
+// json.Unmarshal into struct{ID json.RawMessage; Method string} would:
+// false when that fails. A key that matches only case-insensitively, or
+// needs unescaping, is left to json.Unmarshal.
+func readCall(body []byte) (id []byte, method string, ok bool) {
+	if !validJSON(body) {
+		return nil, "", false
+	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return nil, "", true
+	}
+	l, ok := openList(body, true)
+	if !ok {
+		return nil, "", false
+	}
+	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
+		switch name := key[1 : len(key)-1]; {
+		case string(name) == "id":
+			id = val
+		case string(name) == "method":
+			if string(val) == "null" {
+				continue
+			}
+			s, isString := stringValue(val)
+			if !isString {
+				return nil, "", false
+			}
+			method = s
+		case bytes.IndexByte(name, '\\') >= 0 || !isASCII(name) ||
+			bytes.EqualFold(name, []byte("id")) || bytes.EqualFold(name, []byte("method")):
+			return readCallSlowly(body)
+		}
+	}
+	return id, method, !l.bad
+}
+
+func readCallSlowly(body []byte) ([]byte, string, bool) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return nil, "", false
+	}
+	return m.ID, m.Method, true
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -233,8 +233,8 @@ func TestPlainRefusesWhatItCannotVouchFor(t *testing.T) {
 			if _, ok := e.encode(tc.v); ok {
 				t.Error("encode ok, want false")
 			}
-			if len(e.keys) != 0 {
-				t.Errorf("encode left %d keys on its stack", len(e.keys))
+			if len(e.members) != 0 {
+				t.Errorf("encode left %d members on its stack", len(e.members))
 			}
 			if _, err := json.Marshal(tc.v); (err != nil) != tc.marshalFail {
 				t.Errorf("json.Marshal error = %v, want failure %v", err, tc.marshalFail)
@@ -509,4 +509,32 @@ func TestValidJSONNestingLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzReadCall(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"a","result":{}}`,
+		`{"method":"a","method":null}`,
+		`{"method":"a","METHOD":"b"}`,
+		`{"Method":"x","ID":7}`,
+		`{"id":1,"id":2,"method":5}`,
+		`{"m\u0065thod":"esc","id":null}`,
+		`{"method":"caf\u00e9","id":"x"}`,
+		"{\"meth\u212aod\":\"kelvin\"}",
+		`{"ſd":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id, method, ok := readCall(body)
+		wantID, wantMethod, wantOK := readCallSlowly(body)
+		if ok != wantOK || method != wantMethod || idKey(id) != idKey(wantID) {
+			t.Errorf("readCall(%q) = %q, %q, %v; want %q, %q, %v", body, id, method, ok, wantID, wantMethod, wantOK)
+		}
+	})
 }

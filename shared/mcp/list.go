@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,6 +114,10 @@ func (v *validator) refuse(name, reason string) {
 // The SDK's list is the raw list minus the entries it dropped, in order;
 // drops maps the names it logged to why.
 func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[string]string) {
+	v.listing.Tools = slices.Grow(v.listing.Tools, len(tools))
+	if len(v.accepted) == 0 {
+		v.accepted = make(map[string]bool, len(tools))
+	}
 	entries, ok := rawEntries(raw)
 	if !ok {
 		for _, t := range tools {
@@ -197,7 +202,7 @@ func validToolName(name string) bool {
 }
 
 // arenaChunk is the size of the blocks accepted schemas are copied into.
-const arenaChunk = 32 << 10
+const arenaChunk = 8 << 10
 
 // remarshalSchema returns json.Marshal(t.InputSchema), or the error
 // json.Marshal(t) reports. Values decoded from JSON take a path that
@@ -248,24 +253,37 @@ func rawEntries(raw []byte) ([][]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	var tools []byte
-	for key, val, ok := result.next(); ok; key, val, ok = result.next() {
-		if keyIs(key, "tools") {
-			tools = val
+	var entries [][]byte
+	found := false
+	for {
+		key, ok := result.nextKey()
+		if !ok {
+			break
 		}
+		if !keyIs(key, "tools") {
+			result.skip()
+			continue
+		}
+		list, isArray := result.openValue(false)
+		if !isArray {
+			found = false
+			result.skip()
+			continue
+		}
+		if entries == nil {
+			entries = make([][]byte, 0, 64)
+		}
+		entries = entries[:0]
+		for _, e, ok := list.next(); ok; _, e, ok = list.next() {
+			entries = append(entries, e)
+		}
+		if list.bad {
+			return nil, false
+		}
+		found = true
+		result.i = list.i
 	}
-	if result.bad || tools == nil {
-		return nil, false
-	}
-	list, ok := openList(tools, false)
-	if !ok {
-		return nil, false
-	}
-	entries := make([][]byte, 0, 64)
-	for _, e, ok := list.next(); ok; _, e, ok = list.next() {
-		entries = append(entries, e)
-	}
-	if list.bad {
+	if result.bad || !found {
 		return nil, false
 	}
 	return entries, true

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -44,8 +45,13 @@ func plain(v any, depth int) bool {
 // plainEncoder appends the bytes json.Marshal produces for plain values
 // (sorted keys, HTML-safe escaping). Its buffers are reused across calls.
 type plainEncoder struct {
-	buf  []byte
-	keys []string // a stack: each map's keys sit above its parents'
+	buf     []byte
+	members []member // a stack: each map's members sit above its parents'
+}
+
+type member struct {
+	key string
+	val any
 }
 
 // encode returns the encoding of v, valid until the next call, or false
@@ -88,26 +94,28 @@ func (e *plainEncoder) append(dst []byte, v any, depth int) ([]byte, bool) {
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		base := len(e.keys)
-		for k := range x {
-			e.keys = append(e.keys, k)
+		base := len(e.members)
+		for k, v := range x {
+			e.members = append(e.members, member{k, v})
 		}
-		slices.Sort(e.keys[base:])
+		slices.SortFunc(e.members[base:], func(a, b member) int { return strings.Compare(a.key, b.key) })
 		dst = append(dst, '{')
 		for i := range len(x) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			k := e.keys[base+i]
-			dst = appendJSONString(dst, k)
+			m := e.members[base+i]
+			dst = appendJSONString(dst, m.key)
 			dst = append(dst, ':')
 			var ok bool
-			if dst, ok = e.append(dst, x[k], depth+1); !ok {
-				e.keys = e.keys[:base]
+			if dst, ok = e.append(dst, m.val, depth+1); !ok {
+				clear(e.members[base:])
+				e.members = e.members[:base]
 				return dst, false
 			}
 		}
-		e.keys = e.keys[:base]
+		clear(e.members[base:])
+		e.members = e.members[:base]
 		return append(dst, '}'), true
 	}
 	return dst, false

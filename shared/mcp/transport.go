@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
@@ -39,9 +40,10 @@ const methodCancelled = "notifications/cancelled"
 // error and cancels that operation, and notes which calls the server
 // answered, keeping the raw result of each tools/list.
 type transport struct {
-	next   http.RoundTripper
-	origin string // scheme://host of the endpoint: the only origin that gets the token
-	token  string
+	next    http.RoundTripper
+	origin  string // scheme://host of the endpoint: the only origin that gets the token
+	token   string
+	timeout time.Duration // the client's Timeout, applied here (see exchange.start)
 
 	life context.Context // ends every request of the Conn when cancelled
 	kill context.CancelFunc
@@ -84,20 +86,20 @@ func newTransport(next http.RoundTripper, endpoint *url.URL, token string) *tran
 }
 
 // track registers an in-flight notifications/cancelled so that Close can
-// drop it, and returns what ends it.
-func (t *transport) track(req *http.Request, cancel context.CancelFunc) func() {
+// drop it.
+func (t *transport) track(req *http.Request, cancel context.CancelFunc) {
 	t.mu.Lock()
 	if t.notices == nil {
 		t.notices = map[*http.Request]context.CancelFunc{}
 	}
 	t.notices[req] = cancel
 	t.mu.Unlock()
-	return func() {
-		t.mu.Lock()
-		delete(t.notices, req)
-		t.mu.Unlock()
-		cancel()
-	}
+}
+
+func (t *transport) untrack(req *http.Request) {
+	t.mu.Lock()
+	delete(t.notices, req)
+	t.mu.Unlock()
 }
 
 // dropNotices cancels every notifications/cancelled in flight: once the
@@ -246,96 +248,142 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 
-	ctx := req.Context()
-	var stops []func()
-	stop := func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
-		stops = append(stops, cancel)
-	}
-	switch {
-	case msg.method == methodCancelled:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cancelNotifyTimeout)
-		stops = append(stops, t.track(req, cancel))
-	case req.Method == http.MethodDelete:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, deleteTimeout)
-		stops = append(stops, cancel)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	unlink := context.AfterFunc(t.life, cancel)
-	stops = append(stops, func() { unlink() }, cancel)
+	x := &exchange{t: t}
+	ctx := x.start(req, msg)
+	x.op = t.register(msg)
+	x.trace = httptrace.ClientTrace{GotFirstResponseByte: x.gotFirstByte, Got1xxResponse: x.got1xx}
+	ctx = httptrace.WithClientTrace(ctx, &x.trace)
 
-	op := t.register(msg)
-	var firstByte bool
-	var traceMu sync.Mutex
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotFirstResponseByte: func() {
-			traceMu.Lock()
-			firstByte = true
-			traceMu.Unlock()
-		},
-		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
-			return t.charge(op, headerBytes(code, http.Header(h)))
-		},
-	})
-
-	out := req.Clone(ctx)
+	out := req.WithContext(ctx)
 	if t.token != "" && sameOrigin(out.URL, t.origin) {
+		out.Header = req.Header.Clone()
 		out.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
-		traceMu.Lock()
-		answering := firstByte
-		traceMu.Unlock()
-		err = t.failed(op, ctx, err, answering)
-		stop()
+		err = t.failed(x.op, ctx, err, x.firstByte.Load())
+		x.stop()
 		return nil, err
 	}
 
-	if err := t.charge(op, headerBytes(resp.StatusCode, resp.Header)); err != nil {
+	if err := t.charge(x.op, headerBytes(resp.StatusCode, resp.Header)); err != nil {
 		resp.Body.Close()
-		stop()
+		x.stop()
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		t.fatal(op, unauthorized(resp))
+		t.fatal(x.op, unauthorized(resp))
 	}
 
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	media := mediaType(resp)
 	if ok2xx && media == "text/event-stream" {
-		resp.Body = &meteredBody{t: t, op: op, rc: resp.Body, stop: stop, tap: sseTap{limit: int(max(t.remaining(), 0)), onEvent: func(data []byte) {
-			t.observe(op, data, msg.key != "")
-		}}}
+		b := &meteredBody{x: x, rc: resp.Body, fromCall: msg.key != ""}
+		b.tap = sseTap{limit: int(max(t.remaining(), 0)), onEvent: b.observe, data: getTapBuffer()}
+		resp.Body = b
 		return resp, nil
 	}
 
-	body, err := t.readAll(op, resp)
+	body, err := t.readAll(x.op, resp)
 	resp.Body.Close()
-	stop()
+	x.stop()
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case !ok2xx:
-		t.observeRefusal(op, body)
+		t.observeRefusal(x.op, body)
 	case msg.key == "":
 	case media == "application/json":
-		t.observe(op, body, true)
+		t.observe(x.op, body, true)
 	default:
-		t.markAnswered(op, msg.key)
+		t.markAnswered(x.op, msg.key)
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
+	rb := &readBody{}
+	rb.Reset(body)
+	resp.Body, resp.ContentLength = rb, int64(len(body))
 	return resp, nil
+}
+
+// readBody is a body read in full, handed to the SDK.
+type readBody struct{ bytes.Reader }
+
+func (*readBody) Close() error { return nil }
+
+// exchange is one request in flight.
+type exchange struct {
+	t         *transport
+	op        *operation
+	req       *http.Request // the SDK's, as the key of a tracked notice
+	tracked   bool
+	chainEnd  time.Time // the client's Timeout from the first request of a redirect chain
+	cancel    context.CancelFunc
+	unlink    func() bool
+	trace     httptrace.ClientTrace
+	firstByte atomic.Bool
+}
+
+type exchangeKey struct{}
+
+// start derives the request's context: the client's Timeout over the
+// redirect chain, the fallback deadline when there is neither that nor one
+// on the request, the caps on notifications/cancelled and DELETE, and the
+// end of the Conn's life. net/http would run a timer goroutine per request
+// to apply the Timeout to a RoundTripper it does not know; this needs none.
+func (x *exchange) start(req *http.Request, msg request) context.Context {
+	ctx := req.Context()
+	now := time.Now()
+	if x.t.timeout > 0 {
+		x.chainEnd = now.Add(x.t.timeout)
+		if req.Response != nil && req.Response.Request != nil {
+			if prev, ok := req.Response.Request.Context().Value(exchangeKey{}).(*exchange); ok {
+				x.chainEnd = prev.chainEnd
+			}
+		}
+	}
+	var d time.Duration
+	if _, ok := ctx.Deadline(); !ok && x.chainEnd.IsZero() {
+		d = DialTimeout
+	}
+	switch {
+	case msg.method == methodCancelled:
+		d = cancelNotifyTimeout
+	case req.Method == http.MethodDelete:
+		d = deleteTimeout
+	}
+	end := x.chainEnd
+	if d > 0 && (end.IsZero() || now.Add(d).Before(end)) {
+		end = now.Add(d)
+	}
+	if end.IsZero() {
+		ctx, x.cancel = context.WithCancel(ctx)
+	} else {
+		ctx, x.cancel = context.WithDeadline(ctx, end)
+	}
+	if x.t.timeout > 0 {
+		ctx = context.WithValue(ctx, exchangeKey{}, x)
+	}
+	if msg.method == methodCancelled {
+		x.req, x.tracked = req, true
+		x.t.track(req, x.cancel)
+	}
+	x.unlink = context.AfterFunc(x.t.life, x.cancel)
+	return ctx
+}
+
+// stop ends the request's context once its answer is read or abandoned.
+func (x *exchange) stop() {
+	x.unlink()
+	if x.tracked {
+		x.t.untrack(x.req)
+	}
+	x.cancel()
+}
+
+func (x *exchange) gotFirstByte() { x.firstByte.Store(true) }
+
+func (x *exchange) got1xx(code int, h textproto.MIMEHeader) error {
+	return x.t.charge(x.op, headerBytes(code, http.Header(h)))
 }
 
 // failed classifies a failed round trip. A refused dial or a response head
@@ -484,13 +532,12 @@ func (t *transport) checkRedirect(policy func(*http.Request, []*http.Request) er
 // meteredBody charges a streamed body as the SDK reads it and feeds it to
 // the SSE tap.
 type meteredBody struct {
-	t    *transport
-	op   *operation
-	rc   io.ReadCloser
-	stop func()
-	tap  sseTap
-	err  error
-	once sync.Once
+	x        *exchange
+	rc       io.ReadCloser
+	fromCall bool
+	tap      sseTap
+	err      error
+	once     sync.Once
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
@@ -499,7 +546,7 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	if n > 0 {
-		if cerr := b.t.charge(b.op, int64(n)); cerr != nil {
+		if cerr := b.x.t.charge(b.x.op, int64(n)); cerr != nil {
 			b.err = cerr
 			b.rc.Close()
 			return 0, cerr
@@ -509,16 +556,40 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.tap.end()
+		putTapBuffer(b.tap.data)
+		b.tap.data = nil
 	case err != nil:
-		b.t.note(b.op, err)
+		b.x.t.note(b.x.op, err)
 	}
 	return n, err
 }
 
+func (b *meteredBody) observe(data []byte) { b.x.t.observe(b.x.op, data, b.fromCall) }
+
 func (b *meteredBody) Close() error {
 	err := b.rc.Close()
-	b.once.Do(b.stop)
+	b.once.Do(b.x.stop)
 	return err
+}
+
+// tapBuffers recycles the data buffers of SSE taps, up to maxPooledTap,
+// once their stream has ended: Read returns a buffer at io.EOF, in the
+// goroutine that writes to it.
+var tapBuffers sync.Pool
+
+const maxPooledTap = 64 << 10
+
+func getTapBuffer() []byte {
+	if p, ok := tapBuffers.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func putTapBuffer(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledTap {
+		tapBuffers.Put(&b)
+	}
 }
 
 // peek reads the JSON-RPC id and method of a POST body, leaving the body
@@ -544,17 +615,11 @@ func peek(req *http.Request) (request, error) {
 	if err != nil {
 		return request{}, err
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	id, method, ok := readCall(body)
+	if !ok || method == "" {
+		return request{post: true}, nil // unreadable, or a response to the server
 	}
-	if json.Unmarshal(body, &m) != nil {
-		return request{post: true}, nil
-	}
-	if m.Method == "" {
-		return request{post: true}, nil // a response to the server
-	}
-	return request{post: true, key: idKey(m.ID), method: m.Method}, nil
+	return request{post: true, key: idKey(id), method: method}, nil
 }
 
 // idKey normalises a JSON-RPC id the way the SDK matches it: integral
@@ -590,8 +655,14 @@ func headerBytes(status int, h http.Header) int64 {
 	return n
 }
 
+// mediaType is the response's media type as mime.ParseMediaType reads it,
+// without parsing the two this transport looks for when they come bare.
 func mediaType(resp *http.Response) string {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := resp.Header.Get("Content-Type")
+	if ct == "application/json" || ct == "text/event-stream" {
+		return ct
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
 	return mt
 }
 
