@@ -55,6 +55,8 @@ type transport struct {
 	spent    error // set once the budget is exceeded; no request is sent after
 	op       *operation
 	notices  map[*http.Request]context.CancelFunc // notifications/cancelled in flight
+	draining int                                  // answered SSE streams the SDK has not closed yet
+	drained  chan struct{}                        // closed when draining drops to zero
 }
 
 // operation is what the transport learns during one Connect, ListTools or
@@ -278,7 +280,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	media := mediaType(resp)
 	if ok2xx && media == "text/event-stream" {
-		b := &meteredBody{x: x, rc: resp.Body, fromCall: msg.key != ""}
+		b := &meteredBody{x: x, rc: resp.Body, key: msg.key}
 		b.tap = sseTap{limit: int(max(t.remaining(), 0)), onEvent: b.observe, data: getTapBuffer()}
 		resp.Body = b
 		return resp, nil
@@ -321,6 +323,7 @@ type exchange struct {
 	unlink    func() bool
 	trace     httptrace.ClientTrace
 	firstByte atomic.Bool
+	draining  bool // guarded by t.mu
 }
 
 type exchangeKey struct{}
@@ -377,7 +380,61 @@ func (x *exchange) stop() {
 	if x.tracked {
 		x.t.untrack(x.req)
 	}
+	x.t.drainedOne(x)
 	x.cancel()
+}
+
+// settleTimeout bounds how long the end of an operation waits for the SDK
+// to finish reading answered SSE streams (see transport.settle); a
+// variable for tests.
+var settleTimeout = 20 * time.Millisecond
+
+// answeredStream notes that the SSE stream of x carried the answer to its
+// call: the SDK returns that answer at once and reads the rest of the
+// stream in a goroutine.
+func (t *transport) answeredStream(x *exchange, key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if x.draining || x.op == nil || !x.op.answered[key] {
+		return
+	}
+	x.draining = true
+	if t.draining == 0 {
+		t.drained = make(chan struct{})
+	}
+	t.draining++
+}
+
+func (t *transport) drainedOne(x *exchange) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !x.draining {
+		return
+	}
+	x.draining = false
+	if t.draining--; t.draining == 0 {
+		close(t.drained)
+		t.drained = nil
+	}
+}
+
+// settle waits, up to settleTimeout, until the SDK has read every answered
+// SSE stream to its end. Cancelling a request whose body is still being
+// read closes its connection; letting the read finish keeps the
+// connection for the next request.
+func (t *transport) settle() {
+	t.mu.Lock()
+	drained := t.drained
+	t.mu.Unlock()
+	if drained == nil {
+		return
+	}
+	timer := time.NewTimer(settleTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+	case <-timer.C:
+	}
 }
 
 func (x *exchange) gotFirstByte() { x.firstByte.Store(true) }
@@ -532,12 +589,12 @@ func (t *transport) checkRedirect(policy func(*http.Request, []*http.Request) er
 // meteredBody charges a streamed body as the SDK reads it and feeds it to
 // the SSE tap.
 type meteredBody struct {
-	x        *exchange
-	rc       io.ReadCloser
-	fromCall bool
-	tap      sseTap
-	err      error
-	once     sync.Once
+	x    *exchange
+	rc   io.ReadCloser
+	key  string // the call's id key, "" for a notification
+	tap  sseTap
+	err  error
+	once sync.Once
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
@@ -564,7 +621,12 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *meteredBody) observe(data []byte) { b.x.t.observe(b.x.op, data, b.fromCall) }
+func (b *meteredBody) observe(data []byte) {
+	b.x.t.observe(b.x.op, data, b.key != "")
+	if b.key != "" {
+		b.x.t.answeredStream(b.x, b.key)
+	}
+}
 
 func (b *meteredBody) Close() error {
 	err := b.rc.Close()
@@ -572,23 +634,30 @@ func (b *meteredBody) Close() error {
 	return err
 }
 
-// tapBuffers recycles the data buffers of SSE taps, up to maxPooledTap,
-// once their stream has ended: Read returns a buffer at io.EOF, in the
-// goroutine that writes to it.
-var tapBuffers sync.Pool
+// tapBuffers keeps a few SSE tap buffers, up to maxPooledTap each, for
+// later streams. A stream returns its buffer at io.EOF, in the goroutine
+// that writes to it. (A sync.Pool would lose them at every GC, which comes
+// every work item or two.)
+var tapBuffers = make(chan []byte, 4)
 
 const maxPooledTap = 64 << 10
 
 func getTapBuffer() []byte {
-	if p, ok := tapBuffers.Get().(*[]byte); ok {
-		return (*p)[:0]
+	select {
+	case b := <-tapBuffers:
+		return b[:0]
+	default:
+		return nil
 	}
-	return nil
 }
 
 func putTapBuffer(b []byte) {
-	if cap(b) > 0 && cap(b) <= maxPooledTap {
-		tapBuffers.Put(&b)
+	if cap(b) == 0 || cap(b) > maxPooledTap {
+		return
+	}
+	select {
+	case tapBuffers <- b:
+	default:
 	}
 }
 
