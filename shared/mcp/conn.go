@@ -170,9 +170,6 @@ func (c *Conn) begin(ctx context.Context) (context.Context, *operation, func()) 
 	op := c.tr.begin(cancel)
 	return ctx, op, func() {
 		c.tr.end(op)
-		if ctx.Err() == nil {
-			c.tr.settle()
-		}
 		cancel(nil)
 	}
 }
@@ -236,7 +233,6 @@ func (c *Conn) Close() error {
 		timer := time.AfterFunc(closeTimeout, c.tr.kill)
 		c.tr.dropNotices()
 		err := c.cs.Close()
-		c.tr.settle()
 		timer.Stop()
 		c.tr.kill()
 		if err != nil {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -172,6 +174,13 @@ var plainValues = []struct {
 	{"nil map", map[string]any(nil)},
 	{"empty", []any{map[string]any{}, []any{}, ""}},
 	{"sorted keys", map[string]any{"b": 1.0, "a": map[string]any{"z": nil, "é": 2.0, "Z": "x", "<": true, "": 0.0}}},
+	{"map past the stack-sorted size", func() map[string]any {
+		m := map[string]any{}
+		for i := range 40 {
+			m[fmt.Sprintf("k%02d", 39-i)] = map[string]any{"v": float64(i), "s": []any{"x", nil}}
+		}
+		return m
+	}()},
 	{"realistic schema", map[string]any{
 		"type":                 "object",
 		"properties":           map[string]any{"query": map[string]any{"type": "string", "description": "What to look for <in> the index & more"}, "limit": map[string]any{"type": "integer", "minimum": 1.0, "maximum": 100.0, "default": 10.0}},
@@ -535,6 +544,38 @@ func FuzzReadCall(f *testing.F) {
 		wantID, wantMethod, wantOK := readCallSlowly(body)
 		if ok != wantOK || method != wantMethod || idKey(id) != idKey(wantID) {
 			t.Errorf("readCall(%q) = %q, %q, %v; want %q, %q, %v", body, id, method, ok, wantID, wantMethod, wantOK)
+		}
+	})
+}
+
+// refIDKey is idKey without its fast path for integers.
+func refIDKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return "s:" + s
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != float64(int64(f)) {
+		return "x:" + string(raw)
+	}
+	return "n:" + strconv.FormatInt(int64(f), 10)
+}
+
+func FuzzIDKey(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "-1", "007", "10", "123456789012345", "1234567890123456", "-123456789012345",
+		"9007199254740993", "1.0", "1e2", "-", "", " 7 ", "null", `"7"`, "1.5", "0.0", "-00", "1a"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := idKey(raw), refIDKey(raw); got != want {
+			t.Errorf("idKey(%q) = %q, want %q", raw, got, want)
 		}
 	})
 }

@@ -94,31 +94,71 @@ func (e *plainEncoder) append(dst []byte, v any, depth int) ([]byte, bool) {
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		base := len(e.members)
-		for k, v := range x {
-			e.members = append(e.members, member{k, v})
+		if len(x) > smallMap {
+			return e.appendLargeMap(dst, x, depth)
 		}
-		slices.SortFunc(e.members[base:], func(a, b member) int { return strings.Compare(a.key, b.key) })
+		// Members of a small map stay in arrays on the stack and are sorted
+		// by index, so that no pointer is written to the heap: while the GC
+		// runs, every such write costs a barrier.
+		var keys [smallMap]string
+		var vals [smallMap]any
+		var order [smallMap]uint8
+		n := 0
+		for k, v := range x {
+			keys[n], vals[n], order[n] = k, v, uint8(n)
+			n++
+		}
+		for i := 1; i < n; i++ {
+			for j := i; j > 0 && keys[order[j]] < keys[order[j-1]]; j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
+		}
 		dst = append(dst, '{')
-		for i := range len(x) {
+		for i, m := range order[:n] {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			m := e.members[base+i]
-			dst = appendJSONString(dst, m.key)
+			dst = appendJSONString(dst, keys[m])
 			dst = append(dst, ':')
 			var ok bool
-			if dst, ok = e.append(dst, m.val, depth+1); !ok {
-				clear(e.members[base:])
-				e.members = e.members[:base]
+			if dst, ok = e.append(dst, vals[m], depth+1); !ok {
 				return dst, false
 			}
 		}
-		clear(e.members[base:])
-		e.members = e.members[:base]
 		return append(dst, '}'), true
 	}
 	return dst, false
+}
+
+// smallMap is the size up to which a map's members are sorted on the stack.
+// Larger maps use the encoder's members stack.
+const smallMap = 16
+
+func (e *plainEncoder) appendLargeMap(dst []byte, x map[string]any, depth int) ([]byte, bool) {
+	base := len(e.members)
+	for k, v := range x {
+		e.members = append(e.members, member{k, v})
+	}
+	members := e.members[base:]
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	dst = append(dst, '{')
+	ok := true
+	for i, m := range members {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, m.key)
+		dst = append(dst, ':')
+		if dst, ok = e.append(dst, m.val, depth+1); !ok {
+			break
+		}
+	}
+	clear(e.members[base:])
+	e.members = e.members[:base]
+	if !ok {
+		return dst, false
+	}
+	return append(dst, '}'), true
 }
 
 // appendJSONFloat formats f as encoding/json does (ES6 number formatting).

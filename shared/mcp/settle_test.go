@@ -1,91 +1,100 @@
 package mcp
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
-	"sync/atomic"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
 
-// sseAnswer writes result as the one event of an SSE stream, then keeps
-// the stream open until tail passes or stop is closed.
-func sseAnswer(w http.ResponseWriter, id json.RawMessage, result string, tail time.Duration, stop <-chan struct{}) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result)
-	w.(http.Flusher).Flush()
-	select {
-	case <-time.After(tail):
-	case <-stop:
-	}
+// lingeringList serves the scripted handshake and calls, and answers
+// tools/list in an SSE stream that stays open for tail after the answer.
+// ended receives, per listing, whether the client left before tail passed.
+type lingeringList struct {
+	URL   string
+	ended chan bool
 }
 
-// countingClient is a plain client whose dials are counted.
-func countingClient(dials *atomic.Int64) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dials.Add(1)
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}, Timeout: 30 * time.Second}
+func serveLingeringList(t *testing.T, tail time.Duration) *lingeringList {
+	t.Helper()
+	s := serveScripted(t, &scripted{call: func(w http.ResponseWriter, id json.RawMessage, _ json.RawMessage) {
+		rawResult(w, id, `{"content":[{"type":"text","text":"ok"}]}`)
+	}})
+	l := &lingeringList{ended: make(chan bool, 8)}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if msg.Method != "tools/list" {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			s.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[{\"name\":\"t\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n", msg.ID)
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(tail):
+			l.ended <- false
+		case <-r.Context().Done():
+			l.ended <- true
+		}
+	}))
+	t.Cleanup(ts.Close)
+	l.URL = ts.URL + "/mcp"
+	return l
 }
 
-// TestOperationsLetAnsweredStreamsEndAndKeepTheConnection: the SDK returns
-// a listing as soon as its SSE event arrives and reads the rest of the
-// stream in a goroutine. Ending ListTools then would cancel that read and
-// close the connection; waiting for the stream to end keeps it for the
-// call.
-func TestOperationsLetAnsweredStreamsEndAndKeepTheConnection(t *testing.T) {
+// TestAnsweredStreamOutlivesItsOperation: the SDK returns a listing as
+// soon as its SSE event arrives and reads the rest of the stream in a
+// goroutine. The end of ListTools must not cut that read: cancelling a
+// request whose body is being read closes its connection, and the next
+// request has to dial (over TLS, handshake) again.
+func TestAnsweredStreamOutlivesItsOperation(t *testing.T) {
 	defer func(d time.Duration) { settleTimeout = d }(settleTimeout)
-	settleTimeout = 10 * time.Second // the wait, not its bound, is under test
-	s := serveScripted(t, &scripted{
-		list: func(w http.ResponseWriter, id json.RawMessage, _ string) {
-			sseAnswer(w, id, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`, 100*time.Millisecond, nil)
-		},
-		call: func(w http.ResponseWriter, id json.RawMessage, _ json.RawMessage) {
-			rawResult(w, id, `{"content":[{"type":"text","text":"ok"}]}`)
-		},
-	})
-	var dials atomic.Int64
-	hc := countingClient(&dials)
-	defer hc.CloseIdleConnections()
-	c := mustConnect(t, Config{URL: s.URL, HTTPClient: hc})
-	l, err := c.ListTools(testCtx(t, 20*time.Second))
-	if err != nil || len(l.Tools) != 1 {
-		t.Fatalf("ListTools = %+v, %v", l, err)
+	settleTimeout = 10 * time.Second // longer than the stream stays open
+	l := serveLingeringList(t, 100*time.Millisecond)
+	c := mustConnect(t, Config{URL: l.URL, HTTPClient: loopback(t, l.URL, 30*time.Second)})
+	if _, err := c.ListTools(testCtx(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if cut := <-l.ended; cut {
+		t.Error("the client cut the answered stream when ListTools returned")
 	}
 	if _, err := c.CallTool(testCtx(t, 20*time.Second), "t", nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := dials.Load(); n != 1 {
-		t.Errorf("dials = %d, want 1: the listing's connection served the call", n)
-	}
 }
 
-// TestAnsweredStreamLeftOpenDelaysAnOperationBoundedly: a server that
-// answers in an SSE stream and never ends it costs each operation at most
-// settleTimeout.
-func TestAnsweredStreamLeftOpenDelaysAnOperationBoundedly(t *testing.T) {
-	stop := make(chan struct{})
-	s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, _ string) {
-		sseAnswer(w, id, `{"tools":[]}`, time.Hour, stop)
-	}})
-	t.Cleanup(func() { close(stop) }) // before the server closes: it waits for its handlers
-	c := mustConnect(t, Config{URL: s.URL, HTTPClient: loopback(t, s.URL, 30*time.Second)})
+// TestAnsweredStreamLeftOpenIsCutAfterItsOperation: a stream the server
+// keeps open after the answer is read for settleTimeout past the end of
+// the operation, then cancelled; ListTools does not wait for it.
+func TestAnsweredStreamLeftOpenIsCutAfterItsOperation(t *testing.T) {
+	l := serveLingeringList(t, time.Hour)
+	c := mustConnect(t, Config{URL: l.URL, HTTPClient: loopback(t, l.URL, 30*time.Second)})
 	start := time.Now()
 	if _, err := c.ListTools(testCtx(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {
-		t.Errorf("ListTools took %v against a stream left open, want about %v more than the answer", took, settleTimeout)
+		t.Errorf("ListTools took %v against a stream left open", took)
 	}
-	checkClosesPromptly(t, c)
-}
-
-func checkClosesPromptly(t *testing.T, c *Conn) {
-	t.Helper()
-	start := time.Now()
+	select {
+	case cut := <-l.ended:
+		if !cut {
+			t.Error("the stream ran its course; want it cut")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the stream was still open 5s after ListTools, want it cut %v after", settleTimeout)
+	}
+	start = time.Now()
 	c.Close()
 	if took := time.Since(start); took > overshootLimit {
 		t.Errorf("Close took %v, want under %v", took, overshootLimit)

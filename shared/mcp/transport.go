@@ -55,8 +55,6 @@ type transport struct {
 	spent    error // set once the budget is exceeded; no request is sent after
 	op       *operation
 	notices  map[*http.Request]context.CancelFunc // notifications/cancelled in flight
-	draining int                                  // answered SSE streams the SDK has not closed yet
-	drained  chan struct{}                        // closed when draining drops to zero
 }
 
 // operation is what the transport learns during one Connect, ListTools or
@@ -314,27 +312,32 @@ func (*readBody) Close() error { return nil }
 
 // exchange is one request in flight.
 type exchange struct {
-	t         *transport
-	op        *operation
-	req       *http.Request // the SDK's, as the key of a tracked notice
-	tracked   bool
-	chainEnd  time.Time // the client's Timeout from the first request of a redirect chain
-	cancel    context.CancelFunc
-	unlink    func() bool
-	trace     httptrace.ClientTrace
-	firstByte atomic.Bool
-	draining  bool // guarded by t.mu
+	t          *transport
+	op         *operation
+	req        *http.Request   // the SDK's, as the key of a tracked notice
+	base       context.Context // the SDK's request context
+	tracked    bool
+	chainEnd   time.Time // the client's Timeout from the first request of a redirect chain
+	cancel     context.CancelCauseFunc
+	noDeadline context.CancelFunc // releases the deadline's timer
+	unlinkReq  func() bool
+	unlinkLife func() bool
+	trace      httptrace.ClientTrace
+	firstByte  atomic.Bool
+	draining   bool        // the SSE stream carried the answer; guarded by t.mu
+	grace      *time.Timer // guarded by t.mu
 }
 
 type exchangeKey struct{}
 
 // start derives the request's context: the client's Timeout over the
 // redirect chain, the fallback deadline when there is neither that nor one
-// on the request, the caps on notifications/cancelled and DELETE, and the
-// end of the Conn's life. net/http would run a timer goroutine per request
-// to apply the Timeout to a RoundTripper it does not know; this needs none.
+// on the request, the caps on notifications/cancelled and DELETE. It ends
+// when the SDK's request context or the Conn ends (see ended). net/http
+// would run a timer goroutine per request to apply the Timeout to a
+// RoundTripper it does not know; this needs none.
 func (x *exchange) start(req *http.Request, msg request) context.Context {
-	ctx := req.Context()
+	base := req.Context()
 	now := time.Now()
 	if x.t.timeout > 0 {
 		x.chainEnd = now.Add(x.t.timeout)
@@ -344,8 +347,9 @@ func (x *exchange) start(req *http.Request, msg request) context.Context {
 			}
 		}
 	}
+	sdkEnd, hasDeadline := base.Deadline()
 	var d time.Duration
-	if _, ok := ctx.Deadline(); !ok && x.chainEnd.IsZero() {
+	if !hasDeadline && x.chainEnd.IsZero() {
 		d = DialTimeout
 	}
 	switch {
@@ -355,85 +359,111 @@ func (x *exchange) start(req *http.Request, msg request) context.Context {
 		d = deleteTimeout
 	}
 	end := x.chainEnd
-	if d > 0 && (end.IsZero() || now.Add(d).Before(end)) {
-		end = now.Add(d)
+	if d > 0 {
+		end = earlier(end, now.Add(d))
 	}
-	if end.IsZero() {
-		ctx, x.cancel = context.WithCancel(ctx)
-	} else {
-		ctx, x.cancel = context.WithDeadline(ctx, end)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(base))
+	x.cancel = cancel
+	if !end.IsZero() {
+		ctx, x.noDeadline = context.WithDeadline(ctx, end)
+	}
+	if hasDeadline && (end.IsZero() || sdkEnd.Before(end)) {
+		ctx = sdkDeadline{ctx, sdkEnd}
 	}
 	if x.t.timeout > 0 {
 		ctx = context.WithValue(ctx, exchangeKey{}, x)
 	}
 	if msg.method == methodCancelled {
 		x.req, x.tracked = req, true
-		x.t.track(req, x.cancel)
+		x.t.track(req, x.drop)
 	}
-	x.unlink = context.AfterFunc(x.t.life, x.cancel)
+	x.base = base
+	switch { // already over: end it before net/http could start a dial for nothing
+	case base.Err() != nil:
+		cancel(context.Cause(base))
+	case x.t.life.Err() != nil:
+		cancel(context.Canceled)
+	}
+	x.unlinkReq = context.AfterFunc(base, x.requestEnded)
+	x.unlinkLife = context.AfterFunc(x.t.life, x.lifeEnded)
 	return ctx
 }
 
+// sdkDeadline reports the deadline of the SDK's request context, which
+// that context enforces: the request then ends through requestEnded, after
+// the SDK's context, so that the SDK sees its own deadline pass rather than
+// a transport error (it sends notifications/cancelled only for the former).
+type sdkDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c sdkDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// requestEnded and lifeEnded run when the SDK's request context or the
+// Conn ends. They cancel the request, except one whose answer has arrived
+// on an SSE stream the SDK is still reading to its end: that gets
+// settleTimeout to finish, so that its connection is not closed under it
+// and the next request need not dial again (the SDK returns an answer as
+// soon as its event arrives and reads the rest of the stream in a
+// goroutine, while the operation that asked ends).
+func (x *exchange) requestEnded() { x.ended(context.Cause(x.base)) }
+
+func (x *exchange) lifeEnded() { x.ended(context.Canceled) }
+
+func (x *exchange) ended(cause error) {
+	x.t.mu.Lock()
+	if x.draining {
+		if x.grace == nil {
+			x.grace = time.AfterFunc(settleTimeout, func() { x.cancel(cause) })
+		}
+		x.t.mu.Unlock()
+		return
+	}
+	x.t.mu.Unlock()
+	x.cancel(cause)
+}
+
+// drop cancels a tracked notice.
+func (x *exchange) drop() { x.cancel(context.Canceled) }
+
 // stop ends the request's context once its answer is read or abandoned.
 func (x *exchange) stop() {
-	x.unlink()
+	x.unlinkReq()
+	x.unlinkLife()
 	if x.tracked {
 		x.t.untrack(x.req)
 	}
-	x.t.drainedOne(x)
-	x.cancel()
+	x.t.mu.Lock()
+	if x.grace != nil {
+		x.grace.Stop()
+	}
+	x.t.mu.Unlock()
+	if x.noDeadline != nil {
+		x.noDeadline()
+	}
+	x.cancel(context.Canceled)
 }
 
-// settleTimeout bounds how long the end of an operation waits for the SDK
-// to finish reading answered SSE streams (see transport.settle); a
-// variable for tests.
+// earlier returns the earlier of two instants, the zero one meaning never.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// settleTimeout is how long an answered SSE stream may still be read
+// after its operation or Conn ended; a variable for tests.
 var settleTimeout = 20 * time.Millisecond
 
 // answeredStream notes that the SSE stream of x carried the answer to its
-// call: the SDK returns that answer at once and reads the rest of the
-// stream in a goroutine.
+// call.
 func (t *transport) answeredStream(x *exchange, key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if x.draining || x.op == nil || !x.op.answered[key] {
-		return
-	}
-	x.draining = true
-	if t.draining == 0 {
-		t.drained = make(chan struct{})
-	}
-	t.draining++
-}
-
-func (t *transport) drainedOne(x *exchange) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !x.draining {
-		return
-	}
-	x.draining = false
-	if t.draining--; t.draining == 0 {
-		close(t.drained)
-		t.drained = nil
-	}
-}
-
-// settle waits, up to settleTimeout, until the SDK has read every answered
-// SSE stream to its end. Cancelling a request whose body is still being
-// read closes its connection; letting the read finish keeps the
-// connection for the next request.
-func (t *transport) settle() {
-	t.mu.Lock()
-	drained := t.drained
-	t.mu.Unlock()
-	if drained == nil {
-		return
-	}
-	timer := time.NewTimer(settleTimeout)
-	defer timer.Stop()
-	select {
-	case <-drained:
-	case <-timer.C:
+	if x.op != nil && x.op.answered[key] {
+		x.draining = true
 	}
 }
 
@@ -705,11 +735,23 @@ func idKey(raw json.RawMessage) string {
 		}
 		return "s:" + s
 	}
+	if n := len(raw); n <= 15 && (raw[0] >= '1' && raw[0] <= '9' || raw[0] == '-' && n > 1 && raw[1] >= '1' && raw[1] <= '9' || n == 1 && raw[0] == '0') && allDigits(raw[1:]) {
+		return "n:" + string(raw) // an integer that formats back as written
+	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || f != float64(int64(f)) {
 		return "x:" + string(raw)
 	}
 	return "n:" + strconv.FormatInt(int64(f), 10)
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // headerBytes is what a response head costs at least: its status line,
