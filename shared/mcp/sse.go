@@ -132,11 +132,20 @@ func (s *sseTap) dispatch() {
 	s.name, s.data, s.hasData = s.name[:0], s.data[:0], false
 }
 
-// grow appends p to buf, doubling its capacity as needed but never past
-// limit unless p itself needs more.
+// jumpToLimit is the size past which a growing buffer goes straight to the
+// tap's limit: an event that large is rare, and a hostile one would
+// otherwise leave a trail of halves behind.
+const jumpToLimit = 1 << 20
+
+// grow appends p to buf, doubling its capacity as needed (past
+// jumpToLimit, straight to limit) but never past limit unless p itself
+// needs more.
 func (s *sseTap) grow(buf, p []byte) []byte {
 	if need := len(buf) + len(p); need > cap(buf) {
 		size := max(2*cap(buf), 512)
+		if size > jumpToLimit {
+			size = s.limit
+		}
 		size = max(min(size, s.limit), need)
 		grown := make([]byte, len(buf), size)
 		copy(grown, buf)
