@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -85,22 +83,16 @@ func AllowEntry(url string) string {
 // delayList delays every tools/list request by d.
 func delayList(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
+		method, err := mcptest.Method(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if method == "tools/list" {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
 				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/list" {
-				select {
-				case <-time.After(d):
-				case <-r.Context().Done():
-					return
-				}
 			}
 		}
 		next.ServeHTTP(w, r)

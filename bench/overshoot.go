@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -166,20 +164,10 @@ func newHangHandler(method string) *hangHandler {
 }
 
 func (h *hangHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method := r.Method
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
-			method = msg.Method
-		}
+	method, err := mcptest.Method(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	if method != h.method {
 		h.next.ServeHTTP(w, r)

@@ -191,22 +191,33 @@ func LoopbackClient(rawURL string, timeout time.Duration) (*http.Client, error) 
 	return guard.NewClientWithPolicy(p, timeout), nil
 }
 
+// Method reports what r asks for: the JSON-RPC method of a POST (its body
+// is read, up to 8 MiB, and restored for the next handler), else the HTTP
+// method. An unreadable body is an error.
+func Method(r *http.Request) (string, error) {
+	if r.Method != http.MethodPost {
+		return r.Method, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		return "", err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
+		return msg.Method, nil
+	}
+	return r.Method, nil
+}
+
 func countAndAuth(next http.Handler, c *Counters, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method := r.Method
-		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
-				method = msg.Method
-			}
+		method, err := Method(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
 		c.request(method)
 		if token != "" {
