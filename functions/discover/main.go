@@ -21,7 +21,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "discover: init: %v\n", err)
 		os.Exit(1)
 	}
-	lambda.Start(runner.Handle)
+	lambda.Start(runner)
 }
 
 func setup(ctx context.Context) (*work.Runner, error) {

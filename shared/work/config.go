@@ -57,6 +57,7 @@ type Settings struct {
 	Reserve          time.Duration
 	OperationTimeout time.Duration
 	LogLevel         slog.Level
+	Memory           Memory // from EnvMemorySize
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -118,6 +119,11 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 			bad(EnvOperationTimeout, "want a Go duration from %s to %s", DefaultMinBudget, MaxOperationTimeout)
 		}
 		s.OperationTimeout = d
+	}
+	if mb, err := parseMemoryMB(getenv(EnvMemorySize)); err != nil {
+		bad(EnvMemorySize, "%v", err)
+	} else {
+		s.Memory = PlanMemory(mb)
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {

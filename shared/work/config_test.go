@@ -20,6 +20,7 @@ func TestLoadSettings(t *testing.T) {
 		Reserve:          5 * time.Second,
 		OperationTimeout: 2 * time.Minute,
 		LogLevel:         slog.LevelInfo,
+		Memory:           Memory{MB: 512, SoftLimit: 348966092, Budget: 348966092 - 48<<20},
 	}
 	tests := []struct {
 		name    string
@@ -35,6 +36,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvSecretsPrefix: "team/", EnvDLQURL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
 				EnvResultsBucket: "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
+				EnvMemorySize: "1024",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -42,6 +44,7 @@ func TestLoadSettings(t *testing.T) {
 					SecretsPrefix: "team/", DLQURL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
 					ResultsBucket: "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
+					Memory: Memory{MB: 1024, SoftLimit: 697932185, Budget: 697932185 - 48<<20},
 				}
 			},
 		},
@@ -51,6 +54,8 @@ func TestLoadSettings(t *testing.T) {
 		{name: "zero concurrency", env: map[string]string{EnvBatchConcurrency: "0"}, wantErr: []string{EnvBatchConcurrency}},
 		{name: "tiny result limit", env: map[string]string{EnvMaxResultBytes: "10"}, wantErr: []string{EnvMaxResultBytes}},
 		{name: "DLQ name instead of URL", env: map[string]string{EnvDLQURL: "my-dlq"}, wantErr: []string{EnvDLQURL}},
+		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
+		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},
 		{
 			name:    "every bad variable is named",

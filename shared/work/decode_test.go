@@ -2,6 +2,8 @@ package work
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +32,23 @@ func TestDecode(t *testing.T) {
 		{name: "empty", body: ``, wantErr: "the request must be a JSON object"},
 		{name: "truncated", body: `{"name":"a"`, wantErr: "truncated JSON"},
 		{name: "syntax", body: `{"name":'a'}`, wantErr: "malformed JSON at byte 9: invalid character '\\'' looking for beginning of value"},
+		{name: "a case variant after the field", body: `{"name":"a","NAME":"b"}`, wantErr: `unknown field "NAME"`},
+		{name: "a case variant alone", body: `{"Name":"a"}`, wantErr: `unknown field "Name"`},
+		{name: "an escaped name is the name", body: `{"n\u0061me":"a"}`, want: sample{Name: "a"}},
+		{name: "duplicate field", body: `{"name":"a","name":"b"}`, wantErr: `duplicate field "name"`},
+		{name: "invalid UTF-8", body: "{\"name\":\"ca\xfft\"}", wantErr: `field "name": invalid UTF-8 at byte 11`},
+		{name: "invalid UTF-8 in a key", body: "{\"na\xffme\":\"a\"}", wantErr: `the request: invalid UTF-8 at byte 4`},
+		{name: "lone high surrogate", body: `{"name":"\ud800"}`, wantErr: `field "name": lone surrogate escape at byte 9`},
+		{name: "high surrogate then a letter", body: `{"name":"\ud800\u0041"}`, wantErr: `field "name": lone surrogate escape at byte 9`},
+		{name: "lone low surrogate", body: `{"items":["\udc00"]}`, wantErr: `field "items": lone surrogate escape at byte 11`},
+		{name: "surrogate pair", body: `{"name":"\ud83d\ude00"}`, want: sample{Name: "\U0001F600"}},
+		{name: "U+FFFD as sent is kept", body: `{"name":"\ufffd"}`, want: sample{Name: "\ufffd"}},
+		{name: "at the depth limit", body: `{"items":` + strings.Repeat("[", 127) + strings.Repeat("]", 127) + `}`, wantErr: `field "items": want string, got JSON array`},
+		{name: "past the depth limit", body: `{"items":` + strings.Repeat("[", 128) + strings.Repeat("]", 128) + `}`, wantErr: `field "items": nested deeper than 128 levels`},
+		{name: "100,000 deep", body: `{"items":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`, wantErr: `field "items": nested deeper than 128 levels`},
+		{name: "deep and truncated", body: strings.Repeat("[", 100_000), wantErr: `the request: nested deeper than 128 levels`},
+		{name: "brackets in strings do not nest", body: `{"name":"` + strings.Repeat("[", 200) + `"}`, want: sample{Name: strings.Repeat("[", 200)}},
+		{name: "over the size limit", body: `{"name":"` + strings.Repeat("a", MaxRequestBytes) + `"}`, wantErr: fmt.Sprintf("the request is %d bytes, at most %d", MaxRequestBytes+11, MaxRequestBytes)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,8 +86,8 @@ func TestTaskToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := taskToken([]byte(tt.body)); got != tt.want {
-				t.Errorf("taskToken(%s) = %q, want %q", tt.body, got, tt.want)
+			if got := peekBody([]byte(tt.body)).TaskToken; got != tt.want {
+				t.Errorf("peekBody(%s).TaskToken = %q, want %q", tt.body, got, tt.want)
 			}
 		})
 	}

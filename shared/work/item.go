@@ -2,6 +2,8 @@ package work
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Source is where a work item came from.
@@ -38,6 +41,8 @@ type Item struct {
 	TaskToken string    // the body's task_token, or ""
 	Deadline  time.Time // end of the operation budget; see OperationContext
 
+	badToken error // a task_token too long to report to; refused unstarted
+
 	mu       sync.Mutex
 	server   string
 	secrets  []replacement
@@ -45,14 +50,56 @@ type Item struct {
 	requests int
 	bytes    int64
 	attrs    []slog.Attr
+	opEnded  func() // starts the reserve's clock; see afterOperation
 }
 
 type replacement struct{ old, new string }
 
-// OperationContext bounds ctx by the item's operation budget. Work that
-// must still happen after the budget (the store write, reporting) uses ctx.
+// newItem is a work item for body, scrubbing from its first byte: the
+// server_url it names is registered with Scrub before anything checks it.
+// A task_token longer than MaxTaskToken is not kept: the item fails with
+// InvalidRequest and nothing is reported to it.
+func newItem(id, reqID string, src Source, body []byte) *Item {
+	it := &Item{ID: id, RequestID: reqID, Source: src, Body: body}
+	p := peekBody(body)
+	if p.ServerURL != "" {
+		it.scrubRawServer(p.ServerURL)
+	}
+	if n := utf8.RuneCountInString(p.TaskToken); n > MaxTaskToken {
+		it.badToken = Errorf(InvalidRequest, nil, "field \"task_token\": %d characters, at most %d", n, MaxTaskToken)
+	} else {
+		it.TaskToken = p.TaskToken
+	}
+	return it
+}
+
+// OperationContext bounds ctx by the item's operation budget. Its cancel
+// ends the operation: from then on, the processor's own context (the
+// store write, the ledger) has what is left of the reserve's share.
 func (it *Item) OperationContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(ctx, it.Deadline)
+	octx, cancel := context.WithDeadline(ctx, it.Deadline)
+	return octx, func() {
+		cancel()
+		it.endOperation()
+	}
+}
+
+// afterOperation makes f run once, when the operation ends (see
+// OperationContext).
+func (it *Item) afterOperation(f func()) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.opEnded = f
+}
+
+func (it *Item) endOperation() {
+	it.mu.Lock()
+	f := it.opEnded
+	it.opEnded = nil
+	it.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // SetServer records the MCP server for the summary line, which shows its
@@ -66,6 +113,61 @@ func (it *Item) SetServer(u *url.URL) {
 	it.server = origin
 	it.secrets = append(it.secrets, serverSecrets(u, origin)...)
 }
+
+// scrubRawServer registers a server URL as the request wrote it, before
+// any check: everything derived from it is reduced to its origin, whether
+// or not the URL parses or is allowed.
+func (it *Item) scrubRawServer(raw string) {
+	origin, rs := rawServerSecrets(raw)
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.server = origin
+	it.secrets = append(it.secrets, rs...)
+}
+
+// rawServerSecrets splits raw leniently into scheme, userinfo, host and
+// the rest, and lists what scrubRawServer registers: raw itself and each
+// origin form become the origin; the userinfo and the rest (path, query,
+// fragment) become "[redacted]". A URL that parses adds SetServer's forms.
+func rawServerSecrets(raw string) (string, []replacement) {
+	scheme, rest, found := strings.Cut(raw, "://")
+	if !found {
+		return redacted, []replacement{{raw, redacted}}
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	var rs []replacement
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		rs = append(rs, replacement{authority[:at+1], ""})
+		if len(authority[:at]) > 1 {
+			rs = append(rs, replacement{authority[:at], redacted})
+		}
+		authority = authority[at+1:]
+	}
+	origin := strings.ToLower(scheme) + "://" + strings.ToLower(authority)
+	given := scheme + "://" + authority
+	rs = append(rs, replacement{raw, origin}, replacement{given, origin}, replacement{origin, origin})
+	path, fragment, _ := strings.Cut(tail, "#")
+	path, query, _ := strings.Cut(path, "?")
+	for _, part := range []string{tail, path, query, fragment} {
+		if len(part) > 1 {
+			rs = append(rs, replacement{part, redacted})
+		}
+	}
+	if len(path) > 1 {
+		rs = append(rs, replacement{given + path, origin}, replacement{origin + path, origin})
+	}
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		rs = append(rs, serverSecrets(u, Origin(u))...)
+	}
+	return origin, rs
+}
+
+// redacted is what Scrub puts in place of a secret.
+const redacted = "[redacted]"
 
 // serverSecrets lists what SetServer scrubs. The origins map to themselves
 // so that a path cannot match inside one ("/api" in "https://api.example").
@@ -85,10 +187,10 @@ func serverSecrets(u *url.URL, origin string) []replacement {
 		}
 	}
 	for _, p := range paths {
-		out = append(out, replacement{p, "[redacted]"})
+		out = append(out, replacement{p, redacted})
 	}
 	if u.RawQuery != "" {
-		out = append(out, replacement{u.RawQuery, "[redacted]"})
+		out = append(out, replacement{u.RawQuery, redacted})
 	}
 	return out
 }
@@ -107,14 +209,35 @@ func (it *Item) Server() string {
 	return it.server
 }
 
-// AddSecret makes Scrub replace s (a token) with "[redacted]".
+// AddSecret makes Scrub replace s (a token) with "[redacted]", and its
+// common encodings too: base64 (standard and URL, padded or not), URL
+// query and path escaping, and JSON string escaping.
 func (it *Item) AddSecret(s string) {
 	if s == "" {
 		return
 	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	it.secrets = append(it.secrets, replacement{s, "[redacted]"})
+	for _, form := range secretForms(s) {
+		it.secrets = append(it.secrets, replacement{form, redacted})
+	}
+}
+
+// secretForms lists s and its encodings, each once.
+func secretForms(s string) []string {
+	quoted, _ := json.Marshal(s) // a string always marshals
+	forms := []string{
+		s,
+		base64.StdEncoding.EncodeToString([]byte(s)),
+		base64.RawStdEncoding.EncodeToString([]byte(s)),
+		base64.URLEncoding.EncodeToString([]byte(s)),
+		base64.RawURLEncoding.EncodeToString([]byte(s)),
+		url.QueryEscape(s),
+		url.PathEscape(s),
+		string(quoted[1 : len(quoted)-1]),
+	}
+	slices.Sort(forms)
+	return slices.Compact(forms)
 }
 
 // Scrub returns s with every secret, and the server URL's path and query,

@@ -1,6 +1,7 @@
 package work_test
 
 import (
+	"encoding/base64"
 	"net/url"
 	"testing"
 
@@ -52,5 +53,25 @@ func TestScrub(t *testing.T) {
 				t.Errorf("Scrub(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAddSecretEncodings: a token is scrubbed in the encodings a server
+// may quote it in.
+func TestAddSecretEncodings(t *testing.T) {
+	const tok = "sk/tok+en=\"1\""
+	it := &work.Item{}
+	it.AddSecret(tok)
+	for _, form := range []string{
+		tok,
+		base64.StdEncoding.EncodeToString([]byte(tok)),
+		base64.RawURLEncoding.EncodeToString([]byte(tok)),
+		url.QueryEscape(tok),
+		url.PathEscape(tok),
+		`sk/tok+en=\"1\"`,
+	} {
+		if got := it.Scrub("the server said: " + form + "."); got != "the server said: [redacted]." {
+			t.Errorf("Scrub(%q) = %q", form, got)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func TestLambdaChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lambda.Start(r.Handle)
+	lambda.Start(r)
 }
 
 // runtimeAPI is a fake Lambda Runtime API: it hands out the queued
@@ -90,6 +90,8 @@ func TestLambdaReportsTheWireType(t *testing.T) {
 			`{"kind":"ok","surprise":1}`,
 			body("ok"),
 			string(worktest.Payload(worktest.SQSEvent(body("ok"), body("mcp_connection_failed_error")))),
+			`not JSON`,
+			`{"kind":"ok","KIND":"x"}`,
 		},
 		posted: map[string]string{},
 	}
@@ -100,7 +102,7 @@ func TestLambdaReportsTheWireType(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLambdaChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"=1", "AWS_LAMBDA_RUNTIME_API="+strings.TrimPrefix(srv.URL, "http://"))
-	out, err := cmd.CombinedOutput() // exits when the fifth poll gets 500
+	out, err := cmd.CombinedOutput() // exits when the seventh poll gets 500
 	if ctx.Err() != nil {
 		t.Fatalf("function process did not exit: %v\n%s", err, out)
 	}
@@ -121,6 +123,8 @@ func TestLambdaReportsTheWireType(t *testing.T) {
 		"inv-1/error":    map[string]any{"errorType": "invalid_request_error", "errorMessage": `unknown field "surprise"`},
 		"inv-2/response": map[string]any{"item": "inv-2"},
 		"inv-3/response": map[string]any{"batchItemFailures": []any{map[string]any{"itemIdentifier": "msg-1"}}},
+		"inv-4/error":    map[string]any{"errorType": "invalid_request_error", "errorMessage": "the request must be a JSON object"},
+		"inv-5/error":    map[string]any{"errorType": "invalid_request_error", "errorMessage": `unknown field "KIND"`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("posted to the Runtime API (-want +got):\n%s\nfunction output:\n%s", diff, out)

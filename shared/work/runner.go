@@ -1,6 +1,7 @@
 package work
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,7 @@ const (
 	DefaultReserve          = 5 * time.Second
 	DefaultOperationTimeout = 2 * time.Minute
 	DefaultMinBudget        = time.Second
+	DefaultItemBytes        = ItemBytes
 )
 
 // Size limits of what the runner sends on.
@@ -72,7 +74,12 @@ const (
 //   - Function names the function in logs and metrics ("discover", "call").
 //   - A work item's budget is min(OperationTimeout, deadline − now −
 //     Reserve) when it starts; below MinBudget it is not started.
-//   - Concurrency bounds the records of a batch running at once.
+//   - Concurrency bounds the work items running at once, across every
+//     Handle call; MemoryBudget (bytes, 0: none) bounds them further to
+//     MemoryBudget/ItemBytes (at least one). An item waits for its slot.
+//   - After its operation an item has the reserve: its processor's context
+//     ends 3/5 of it after the operation context's cancel (or its
+//     deadline), reporting gets the rest but a margin kept for answering.
 //   - DLQURL, when set, receives permanently failed records without a task
 //     token through Queue; when empty they are reported as batch item
 //     failures so the queue's redrive policy moves them.
@@ -80,6 +87,8 @@ const (
 type Config struct {
 	Function         string
 	Concurrency      int
+	MemoryBudget     int64
+	ItemBytes        int64
 	Reserve          time.Duration
 	OperationTimeout time.Duration
 	MinBudget        time.Duration
@@ -97,6 +106,8 @@ type Runner struct {
 	cfg     Config
 	proc    Processor
 	metrics *metrics
+	slots   chan struct{} // one per work item allowed in flight
+	shares  reserveShares
 }
 
 // NewRunner checks cfg, applies its defaults, and returns a Runner calling p.
@@ -107,14 +118,17 @@ func NewRunner(cfg Config, p Processor) (*Runner, error) {
 	if p == nil {
 		return nil, errors.New("work: nil Processor")
 	}
-	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 {
-		return nil, errors.New("work: negative Concurrency, Reserve, OperationTimeout or MinBudget")
+	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 || cfg.MemoryBudget < 0 || cfg.ItemBytes < 0 {
+		return nil, errors.New("work: negative Concurrency, MemoryBudget, ItemBytes, Reserve, OperationTimeout or MinBudget")
 	}
 	if cfg.DLQURL != "" && cfg.Queue == nil {
 		return nil, errors.New("work: DLQURL set without a Queue client")
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.ItemBytes == 0 {
+		cfg.ItemBytes = DefaultItemBytes
 	}
 	if cfg.Reserve == 0 {
 		cfg.Reserve = DefaultReserve
@@ -134,7 +148,50 @@ func NewRunner(cfg Config, p Processor) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, proc: p, metrics: &metrics{w: cfg.Metrics, function: cfg.Function}}, nil
+	return &Runner{
+		cfg:     cfg,
+		proc:    p,
+		metrics: &metrics{w: cfg.Metrics, function: cfg.Function},
+		slots:   make(chan struct{}, slotCount(cfg.Concurrency, cfg.MemoryBudget, cfg.ItemBytes)),
+		shares:  splitReserve(cfg.Reserve),
+	}, nil
+}
+
+// slotCount is how many items may run at once: concurrency, bounded by
+// how many item shares the memory budget holds, and at least one.
+func slotCount(concurrency int, budget, share int64) int {
+	if budget <= 0 {
+		return concurrency
+	}
+	return int(max(1, min(int64(concurrency), budget/share)))
+}
+
+// reserveShares divides the reserve: the processor's work after its
+// operation (store, ledger), then reporting (task token, DLQ), and a margin
+// left for answering the invocation.
+type reserveShares struct{ after, report, margin time.Duration }
+
+func splitReserve(reserve time.Duration) reserveShares {
+	margin := min(reserve/10, 500*time.Millisecond)
+	after := (reserve - margin) * 3 / 5
+	return reserveShares{after: after, report: reserve - margin - after, margin: margin}
+}
+
+// Invoke is the Lambda handler (lambda.Handler): it takes the payload as
+// bytes, so that a body the runtime could not decode still gets an
+// invalid_request_error, and answers Handle's result as JSON.
+func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	v, err := r.Handle(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, messages.InvokeResponse_Error{Type: string(Internal), Message: "internal error: the result does not marshal"}
+	}
+	return buf.Bytes(), nil
 }
 
 // Handle is the Lambda handler. A payload with a top-level "Records" key is
@@ -149,7 +206,7 @@ func (r *Runner) Handle(ctx context.Context, payload json.RawMessage) (any, erro
 	}
 	ev, err := sqsEvent(payload)
 	if err != nil {
-		it := &Item{ID: reqID, RequestID: reqID, Source: Direct}
+		it := newItem(reqID, reqID, Direct, nil)
 		r.summarize(it, r.cfg.Now(), Failed, err)
 		return nil, r.wireError(it, err)
 	}
@@ -159,10 +216,41 @@ func (r *Runner) Handle(ctx context.Context, payload json.RawMessage) (any, erro
 	return r.direct(ctx, reqID, payload)
 }
 
+// acquire takes a slot, waiting while an item could still get MinBudget
+// after it.
+func (r *Runner) acquire(ctx context.Context) error {
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		wctx, cancel = context.WithDeadline(ctx, d.Add(-r.cfg.Reserve-r.cfg.MinBudget))
+	}
+	defer cancel()
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	case <-wctx.Done():
+		return Errorf(Internal, wctx.Err(), "not started: no slot came free while a budget of %s was left", r.cfg.MinBudget)
+	}
+}
+
+// reportContext bounds reporting an item's outcome by the reserve's report
+// share, and by the invocation's deadline less the margin.
+func (r *Runner) reportContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(r.shares.report)
+	if d, ok := ctx.Deadline(); ok && d.Add(-r.shares.margin).Before(end) {
+		end = d.Add(-r.shares.margin)
+	}
+	return context.WithDeadline(ctx, end)
+}
+
 func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any, error) {
-	it := &Item{ID: reqID, RequestID: reqID, Source: Direct, Body: payload, TaskToken: taskToken(payload)}
+	it := newItem(reqID, reqID, Direct, payload)
 	start := r.cfg.Now()
-	v, started, err := r.run(ctx, it)
+	v, started, err := r.runInSlot(ctx, it)
 	switch {
 	case !started:
 		r.summarize(it, start, NotStarted, err)
@@ -183,29 +271,21 @@ func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any,
 	return v, nil
 }
 
-// batch runs the records in order, at most Concurrency at once, and
-// returns every record that must come back as a batch item failure.
+// batch runs the records in order, as slots allow, and returns every
+// record that must come back as a batch item failure. A record that gets
+// no slot while a useful budget is left is not started.
 func (r *Runner) batch(ctx context.Context, reqID string, ev *events.SQSEvent) events.SQSEventResponse {
 	failed := make([]bool, len(ev.Records))
-	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for i, rec := range ev.Records {
-		it := &Item{
-			ID:        rec.MessageId,
-			RequestID: reqID,
-			Source:    SQS,
-			Body:      []byte(rec.Body),
-			TaskToken: taskToken([]byte(rec.Body)),
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		it := newItem(rec.MessageId, reqID, SQS, []byte(rec.Body))
+		if err := r.acquire(ctx); err != nil {
 			failed[i] = true
-			r.summarize(it, r.cfg.Now(), NotStarted, Errorf(Internal, ctx.Err(), "not started: the invocation ended"))
+			r.summarize(it, r.cfg.Now(), NotStarted, err)
 			continue
 		}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() { <-r.slots }()
 			failed[i] = !r.record(ctx, it, rec)
 		})
 	}
@@ -217,6 +297,15 @@ func (r *Runner) batch(ctx context.Context, reqID string, ev *events.SQSEvent) e
 		}
 	}
 	return resp
+}
+
+// runInSlot runs it once a slot is free (see batch).
+func (r *Runner) runInSlot(ctx context.Context, it *Item) (any, bool, error) {
+	if err := r.acquire(ctx); err != nil {
+		return nil, false, err
+	}
+	defer func() { <-r.slots }()
+	return r.run(ctx, it)
 }
 
 // record runs one SQS record and reports whether it is done (true) or must
@@ -261,12 +350,18 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 			max(budget, 0).Round(time.Millisecond), r.cfg.MinBudget, r.cfg.Reserve)
 	}
 	it.Deadline = now.Add(budget)
+	if it.badToken != nil {
+		return nil, true, it.badToken
+	}
+	pctx, cancel := context.WithDeadline(ctx, time.Now().Add(budget+r.shares.after))
+	defer cancel()
+	it.afterOperation(func() { time.AfterFunc(r.shares.after, cancel) })
 	defer func() {
 		if p := recover(); p != nil {
 			v, started, err = nil, true, Errorf(Internal, fmt.Errorf("panic: %v", p), "internal error")
 		}
 	}()
-	v, err = r.proc.Process(ctx, it)
+	v, err = r.proc.Process(pctx, it)
 	return v, true, err
 }
 
@@ -274,7 +369,9 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 // summary line. It returns nil once Step Functions has the outcome or
 // answered that the task is already closed, else why the report failed.
 func (r *Runner) report(ctx context.Context, it *Item, start time.Time, v any, err error) error {
-	rerr := r.reportTask(ctx, it, v, err)
+	rctx, cancel := r.reportContext(ctx)
+	defer cancel()
+	rerr := r.reportTask(rctx, it, v, err)
 	switch code := closedTask(rerr); {
 	case code != "":
 		it.Annotate(slog.String("task_report_error", code))
@@ -349,7 +446,9 @@ func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(rec.MessageId)
 	}
-	_, serr := r.cfg.Queue.SendMessage(ctx, in)
+	rctx, cancel := r.reportContext(ctx)
+	defer cancel()
+	_, serr := r.cfg.Queue.SendMessage(rctx, in)
 	return serr
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -29,7 +30,8 @@ type Startup struct {
 // Init is the start-up both functions share: it reads the settings through
 // getenv (os.Getenv in main), builds a JSON logger writing to out, installs
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
-// AWS configuration. It warns when no dead-letter queue is configured. An
+// AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
+// limit from the function's memory (see Memory). It warns when no dead-letter queue is configured. An
 // error names the bad variable; the settings are checked first.
 func Init(ctx context.Context, getenv func(string) string, out io.Writer) (*Startup, error) {
 	s, err := LoadSettings(getenv)
@@ -37,6 +39,9 @@ func Init(ctx context.Context, getenv func(string) string, out io.Writer) (*Star
 		return nil, err
 	}
 	logger := NewLogger(out, s.LogLevel)
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(s.Memory.SoftLimit)
+	}
 	allow, err := guard.ParseAllowList(getenv(guard.EnvAllowList))
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
@@ -81,6 +86,7 @@ func (st *Startup) RunnerConfig(function string) Config {
 	return Config{
 		Function:         function,
 		Concurrency:      s.Concurrency,
+		MemoryBudget:     s.Memory.Budget,
 		Reserve:          s.Reserve,
 		OperationTimeout: s.OperationTimeout,
 		DLQURL:           s.DLQURL,
