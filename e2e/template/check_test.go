@@ -158,6 +158,11 @@ func (p *problems) functions(d doc, dlqOf map[string]string, root string) {
 			if !slices.Contains(types, any("ReportBatchItemFailures")) {
 				p.addf("%s: FunctionResponseTypes must contain ReportBatchItemFailures", where)
 			}
+			batch, err1 := d.number(path(ev, "Properties", "BatchSize"), atMax)
+			conc, err2 := d.number(d.functionProp(fn, "Environment", "Variables", "MCPFN_BATCH_CONCURRENCY"), atMax)
+			if err1 != nil || err2 != nil || conc > batch {
+				p.addf("%s: the largest MCPFN_BATCH_CONCURRENCY %v must not exceed BatchSize %v (%v, %v)", where, conc, batch, err1, err2)
+			}
 			if mc, err := d.number(path(ev, "Properties", "ScalingConfig", "MaximumConcurrency"), atMax); err != nil || mc < 2 || mc > 1000 {
 				p.addf("%s: ScalingConfig.MaximumConcurrency must be bounded in [2, 1000] (%v, %v)", where, mc, err)
 			}

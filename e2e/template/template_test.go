@@ -93,6 +93,11 @@ func TestCheckCatchesBrokenTemplates(t *testing.T) {
 			want:   "must exceed operation timeout 2m0s + largest reserve 1m0s",
 		},
 		{
+			name:   "batch concurrency above the batch size",
+			mutate: func(d doc) { set(d, 11, "Parameters", "BatchConcurrency", "MaxValue") },
+			want:   "the largest MCPFN_BATCH_CONCURRENCY 11 must not exceed BatchSize 10",
+		},
+		{
 			name:   "unbounded reserve parameter",
 			mutate: func(d doc) { del(d, "Parameters", "ReserveSeconds", "MaxValue") },
 			want:   "a Number in a budget needs a MaxValue",

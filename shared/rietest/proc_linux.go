@@ -1,7 +1,12 @@
 package rietest
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -14,4 +19,45 @@ func setProcAttr(cmd *exec.Cmd) {
 // killGroup kills the RIE's process group: the RIE and the runtime it started.
 func killGroup(cmd *exec.Cmd) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// runtimePeakRSS returns the peak resident set (VmHWM, bytes) of the
+// runtime process the RIE with pid started: its child running bootstrap.
+func runtimePeakRSS(pid int, bootstrap string) (int64, error) {
+	child, err := findChild(pid, filepath.Base(bootstrap))
+	if err != nil {
+		return 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", child))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("rietest: no VmHWM in /proc/%d/status", child)
+}
+
+// findChild returns the pid of a child of pid whose command is name.
+func findChild(pid int, name string) (int, error) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			c, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c)); err == nil && strings.TrimSpace(string(comm)) == name {
+				return c, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("rietest: no %s process under pid %d", name, pid)
 }

@@ -317,6 +317,13 @@ func (f *Function) URL() string { return f.url }
 // PID is the RIE process id.
 func (f *Function) PID() int { return f.cmd.Process.Pid }
 
+// RuntimePeakRSS returns the peak resident set size, in bytes, of the
+// function's runtime process (VmHWM of the bootstrap the RIE started; the
+// RIE starts it on the first invocation). Linux only.
+func (f *Function) RuntimePeakRSS() (int64, error) {
+	return runtimePeakRSS(f.cmd.Process.Pid, f.cmd.Args[len(f.cmd.Args)-1])
+}
+
 // Logs returns every line the function and the runtime printed so far.
 func (f *Function) Logs() []string {
 	f.mu.Lock()

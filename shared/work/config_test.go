@@ -20,7 +20,7 @@ func TestLoadSettings(t *testing.T) {
 		Reserve:          5 * time.Second,
 		OperationTimeout: 2 * time.Minute,
 		LogLevel:         slog.LevelInfo,
-		Memory:           Memory{MB: 512, SoftLimit: 348966092, Budget: 348966092 - 48<<20},
+		Memory:           Memory{MB: 512, SoftLimit: 322122547, Budget: 322122547 - 48<<20},
 	}
 	tests := []struct {
 		name    string
@@ -44,7 +44,7 @@ func TestLoadSettings(t *testing.T) {
 					SecretsPrefix: "team/", DLQURL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
 					ResultsBucket: "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
-					Memory: Memory{MB: 1024, SoftLimit: 697932185, Budget: 697932185 - 48<<20},
+					Memory: Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
 				}
 			},
 		},

@@ -50,7 +50,6 @@ type Item struct {
 	requests int
 	bytes    int64
 	attrs    []slog.Attr
-	opEnded  func() // starts the reserve's clock; see afterOperation
 }
 
 type replacement struct{ old, new string }
@@ -73,33 +72,11 @@ func newItem(id, reqID string, src Source, body []byte) *Item {
 	return it
 }
 
-// OperationContext bounds ctx by the item's operation budget. Its cancel
-// ends the operation: from then on, the processor's own context (the
-// store write, the ledger) has what is left of the reserve's share.
+// OperationContext bounds ctx by the item's operation budget. Work that
+// follows the operation (the store write, the ledger) uses the processor's
+// own context, which the runner ends a share of the reserve later.
 func (it *Item) OperationContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	octx, cancel := context.WithDeadline(ctx, it.Deadline)
-	return octx, func() {
-		cancel()
-		it.endOperation()
-	}
-}
-
-// afterOperation makes f run once, when the operation ends (see
-// OperationContext).
-func (it *Item) afterOperation(f func()) {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	it.opEnded = f
-}
-
-func (it *Item) endOperation() {
-	it.mu.Lock()
-	f := it.opEnded
-	it.opEnded = nil
-	it.mu.Unlock()
-	if f != nil {
-		f()
-	}
+	return context.WithDeadline(ctx, it.Deadline)
 }
 
 // SetServer records the MCP server for the summary line, which shows its

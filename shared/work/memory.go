@@ -20,7 +20,7 @@ const EnvMemorySize = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
 const (
 	DefaultMemoryMB   = 512
 	PeakFraction      = 0.75
-	SoftLimitFraction = 0.65
+	SoftLimitFraction = 0.60
 	Baseline          = 48 << 20
 	ItemBytes         = 4 * mcp.MaxResponseBytes
 )

@@ -77,9 +77,10 @@ const (
 //   - Concurrency bounds the work items running at once, across every
 //     Handle call; MemoryBudget (bytes, 0: none) bounds them further to
 //     MemoryBudget/ItemBytes (at least one). An item waits for its slot.
-//   - After its operation an item has the reserve: its processor's context
-//     ends 3/5 of it after the operation context's cancel (or its
-//     deadline), reporting gets the rest but a margin kept for answering.
+//   - The reserve bounds what follows an item's operation: the processor's
+//     context ends 3/5 of it after the operation's deadline (the store
+//     write and the ledger have that and what the operation left unused);
+//     reporting gets the rest but a margin kept for answering.
 //   - DLQURL, when set, receives permanently failed records without a task
 //     token through Queue; when empty they are reported as batch item
 //     failures so the queue's redrive policy moves them.
@@ -355,7 +356,6 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 	}
 	pctx, cancel := context.WithDeadline(ctx, time.Now().Add(budget+r.shares.after))
 	defer cancel()
-	it.afterOperation(func() { time.AfterFunc(r.shares.after, cancel) })
 	defer func() {
 		if p := recover(); p != nil {
 			v, started, err = nil, true, Errorf(Internal, fmt.Errorf("panic: %v", p), "internal error")

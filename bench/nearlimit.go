@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+)
+
+// Near-limit answers: valid, and as large as the connection budget allows.
+const (
+	NearLimitTools       = 8000
+	NearLimitListBytes   = 7_600_000 // a listing's result on the wire
+	NearLimitResultBytes = 7_900_000 // a call result's text on the wire
+)
+
+// NearLimitHandler serves the stateless mcptest fixture, except that
+// tools/list answers NearLimitTools valid tools in one page of about
+// NearLimitListBytes, and tools/call answers one text block of
+// NearLimitResultBytes. Both are JSON bodies, built once.
+func NearLimitHandler() http.Handler {
+	fixture, _ := mcptest.NewHandler(mcptest.Options{Stateless: true})
+	list := nearLimitTools()
+	text := strings.Repeat("r", NearLimitResultBytes)
+	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			fixture.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		var answer []byte
+		if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 {
+			switch msg.Method {
+			case "tools/list":
+				answer = list
+			case "tools/call":
+				answer = result
+			}
+		}
+		if answer == nil {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fixture.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, msg.ID)
+		_, _ = w.Write(answer)
+		_, _ = io.WriteString(w, "}")
+	})
+}
+
+// nearLimitTools is a tools/list result of NearLimitTools distinct, valid
+// tools totalling about NearLimitListBytes.
+func nearLimitTools() []byte {
+	per := NearLimitListBytes / NearLimitTools
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for"},"limit":{"type":"integer","minimum":1,"maximum":100}},"required":["query"]}`)
+	tools := make([]tool, NearLimitTools)
+	for i := range tools {
+		name := fmt.Sprintf("tool_%05d", i)
+		desc := fmt.Sprintf("Tool %d: ", i)
+		desc += strings.Repeat("d", max(0, per-len(name)-len(desc)-len(schema)-60))
+		tools[i] = tool{Name: name, Description: desc, InputSchema: schema}
+	}
+	b, _ := json.Marshal(map[string]any{"tools": tools})
+	return b
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mcpfn/mcpfn/bench"
+	"github.com/mcpfn/mcpfn/shared/rietest"
+)
+
+// The memory bound (issue: a memory bound for the whole instance): no
+// function's runtime passes 75 % of its memory, for a full batch at the
+// largest allowed concurrency, whatever the servers answer.
+const (
+	memoryMB    = 512
+	batchSize   = 10 // the template's BatchSize, the largest BatchConcurrency
+	memoryLine  = memoryMB << 20 * 3 / 4
+	memoryLimit = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512"
+)
+
+func memoryStack(t *testing.T, url string) *stack {
+	t.Helper()
+	return newStack(t, stackOptions{
+		allow:   []string{allowOnly(t, url)},
+		timeout: 90 * time.Second,
+		env:     []string{memoryLimit, fmt.Sprintf("MCPFN_BATCH_CONCURRENCY=%d", batchSize)},
+	})
+}
+
+// checkPeak fails t when f's runtime passed the memory line.
+func checkPeak(t *testing.T, f *rietest.Function) {
+	t.Helper()
+	peak, err := f.RuntimePeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak RSS %.1f MiB, line %.1f MiB (75 %% of %d MB)", float64(peak)/(1<<20), float64(memoryLine)/(1<<20), memoryMB)
+	if peak >= memoryLine {
+		t.Errorf("peak RSS %d bytes, at or over 75 %% of %d MB (%d bytes)", peak, memoryMB, memoryLine)
+	}
+}
+
+// TestMemoryNearBudgetListings: a batch of ten valid listings just inside
+// the connection budget is stored whole, within the line.
+func TestMemoryNearBudgetListings(t *testing.T) {
+	srv := httptest.NewServer(bench.NearLimitHandler())
+	defer srv.Close()
+	s := memoryStack(t, srv.URL)
+	var bodies []any
+	for i := range batchSize {
+		bodies = append(bodies, map[string]string{"catalog_id": fmt.Sprintf("near-%d", i), "server_url": srv.URL})
+	}
+	res := invoke(t, s.discover, sqsEvent(t, bodies...))
+	if f := batchFailures(t, res); len(f) != 0 {
+		t.Errorf("batch item failures %v, want none; logs:\n%s", f, res.Logs)
+	}
+	for _, sum := range summaries(res.Logs) {
+		if sum.Outcome != "succeeded" {
+			t.Errorf("%s: outcome %s (%s), want succeeded", sum.WorkItem, sum.Outcome, sum.ErrorType)
+		}
+	}
+	checkPeak(t, s.discover)
+}
+
+// TestMemoryHostileAnswers: ten 1 GiB answers, in each format, fail as
+// protocol errors (retried: a later delivery may meet a mended server)
+// within the line.
+func TestMemoryHostileAnswers(t *testing.T) {
+	for _, format := range bench.Formats {
+		t.Run(format, func(t *testing.T) {
+			srv := httptest.NewServer(bench.HostileHandler(format, bench.AttackBytes))
+			defer srv.Close()
+			s := memoryStack(t, srv.URL)
+			var bodies []any
+			for i := range batchSize {
+				bodies = append(bodies, map[string]string{"catalog_id": fmt.Sprintf("hostile-%d", i), "server_url": srv.URL})
+			}
+			res := invoke(t, s.discover, sqsEvent(t, bodies...))
+			if f := batchFailures(t, res); len(f) != batchSize {
+				t.Errorf("batch item failures %v, want all %d (a protocol error is retried)", f, batchSize)
+			}
+			sums := summaries(res.Logs)
+			for _, sum := range sums {
+				if sum.Outcome != "requeued" || sum.ErrorType != "mcp_protocol_error" {
+					t.Errorf("%s: outcome %s (%s), want requeued mcp_protocol_error", sum.WorkItem, sum.Outcome, sum.ErrorType)
+				}
+			}
+			if len(sums) != batchSize {
+				t.Errorf("%d summary lines, want %d", len(sums), batchSize)
+			}
+			checkPeak(t, s.discover)
+		})
+	}
+}
+
+// TestMemoryNearLimitResults: ten call results just inside the connection
+// budget are answered within the line.
+func TestMemoryNearLimitResults(t *testing.T) {
+	srv := httptest.NewServer(bench.NearLimitHandler())
+	defer srv.Close()
+	s := memoryStack(t, srv.URL)
+	var bodies []any
+	for range batchSize {
+		bodies = append(bodies, map[string]any{"server_url": srv.URL, "tool_name": "big", "arguments": map[string]any{}})
+	}
+	res := invoke(t, s.call, sqsEvent(t, bodies...))
+	if f := batchFailures(t, res); len(f) != 0 {
+		t.Errorf("batch item failures %v, want none; logs:\n%s", f, res.Logs)
+	}
+	for _, sum := range summaries(res.Logs) {
+		if sum.Outcome != "succeeded" {
+			t.Errorf("%s: outcome %s (%s), want succeeded", sum.WorkItem, sum.Outcome, sum.ErrorType)
+		}
+	}
+	checkPeak(t, s.call)
+}
