@@ -101,23 +101,32 @@ func delayList(next http.Handler, d time.Duration) http.Handler {
 
 // DiscoverBatch builds an SQS event of one discover record per URL.
 func DiscoverBatch(urls []string) ([]byte, error) {
-	var ev events.SQSEvent
+	var bodies []string
 	for i, u := range urls {
 		body, err := json.Marshal(map[string]string{"catalog_id": fmt.Sprintf("bench-batch-%02d", i), "server_url": u})
 		if err != nil {
 			return nil, err
 		}
+		bodies = append(bodies, string(body))
+	}
+	return json.Marshal(SQSEvent(bodies...))
+}
+
+// SQSEvent is an SQS event with one record per body, as Lambda delivers it.
+func SQSEvent(bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, body := range bodies {
 		ev.Records = append(ev.Records, events.SQSMessage{
 			MessageId:      fmt.Sprintf("bench-%02d", i),
 			ReceiptHandle:  fmt.Sprintf("bench-receipt-%02d", i),
-			Body:           string(body),
+			Body:           body,
 			Attributes:     map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1764453600000"},
 			EventSource:    "aws:sqs",
-			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:mcpfn-discover",
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:mcpfn-bench",
 			AWSRegion:      "us-east-1",
 		})
 	}
-	return json.Marshal(ev)
+	return ev
 }
 
 // RunBatch invokes f (discover under the RIE) with event once, checks that

@@ -33,6 +33,7 @@ var sections = []section{
 	{id: "coldstart", num: 5, title: "Cold start under the Lambda RIE", run: coldStart},
 	{id: "batch", num: 6, title: "SQS batch concurrency", run: batch},
 	{id: "store", num: 7, title: "Catalog store cost in DynamoDB requests", run: store},
+	{id: "instance", num: 8, title: "Memory per instance: a default batch against 75 % of the function's memory", run: instanceMemory},
 }
 
 func sectionIDs() []string {
