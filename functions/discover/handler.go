@@ -162,7 +162,7 @@ func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, star
 		ResponseBytes:   stats.ResponseBytes,
 		DurationMS:      h.now().Sub(start).Milliseconds(),
 	}
-	res.Refused, res.RefusedOmitted = boundRefused(put.Refused)
+	res.Refused, res.RefusedOmitted = boundRefused(scrubRefused(it, put.Refused))
 	it.Annotate(
 		slog.String("catalog_version", put.Version),
 		slog.Bool("unchanged", put.Unchanged),
@@ -196,6 +196,16 @@ func (h *Handler) now() time.Time {
 		return time.Now()
 	}
 	return h.Now()
+}
+
+// scrubRefused returns the refusals with it's secrets scrubbed: a
+// refusal quotes the server's own text (a tool's name).
+func scrubRefused(it *work.Item, all []mcp.Refusal) []mcp.Refusal {
+	out := make([]mcp.Refusal, len(all))
+	for i, r := range all {
+		out[i] = mcp.Refusal{Name: it.Scrub(r.Name), Reason: it.Scrub(r.Reason)}
+	}
+	return out
 }
 
 // boundRefused returns the refused entries that fit maxRefusedBytes (never

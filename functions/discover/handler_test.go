@@ -153,3 +153,19 @@ func TestRefusedIsBounded(t *testing.T) {
 		t.Errorf("refused %d + omitted %d, want 5000 with some omitted", len(res.Refused), res.RefusedOmitted)
 	}
 }
+
+// TestRefusalsQuotingTheTokenAreScrubbed: a server that names a tool after
+// the credential it was sent gets no copy of it into the result.
+func TestRefusalsQuotingTheTokenAreScrubbed(t *testing.T) {
+	const token = "tok-quoted-by-the-server"
+	e := newEnv(t)
+	e.Secrets.PutCredentials("mcpfn/vaults/team", vault.Credential{ServerURL: serverURL, Token: token})
+	e.server.listing = mcp.Listing{Refused: []mcp.Refusal{{Name: "has " + token, Reason: `name "has ` + token + `": not a valid tool name`}}}
+	got := e.Invoke(t, request(map[string]any{"vault_ids": []string{"team"}}))
+	if got.Error != nil {
+		t.Fatal(got.Error)
+	}
+	if strings.Contains(string(got.Result), token) || !strings.Contains(string(got.Result), "[redacted]") {
+		t.Errorf("result %s: want the token scrubbed", got.Result)
+	}
+}
