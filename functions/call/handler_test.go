@@ -53,7 +53,7 @@ func TestValidation(t *testing.T) {
 		{"bad vault id", request(map[string]any{"vault_ids": []string{"a b"}}), `vault_ids: vault: bad vault id: "a b" has character ' ' at byte 1`},
 		{"empty vault id", request(map[string]any{"vault_ids": []string{""}}), "vault_ids: vault: bad vault id: empty"},
 		{"catalog_id too long", request(map[string]any{"catalog_id": strings.Repeat("c", 1025)}), "catalog_id: catalog: invalid catalog id: 1025 bytes, at most 1024"},
-		{"userinfo in the URL", request(map[string]any{"server_url": "https://u:p@mcp.example.com/mcp"}), "server_url: guard: bad server URL: https://mcp.example.com/mcp: userinfo not allowed; put credentials in the vault"},
+		{"userinfo in the URL", request(map[string]any{"server_url": "https://u:p@mcp.example.com/mcp"}), "server_url: guard: bad server URL: https://mcp.example.com: userinfo not allowed; put credentials in the vault"},
 		{"unknown field", []byte(`{"server_url":"https://mcp.example.com/mcp","tool_name":"x","input":{}}`), `unknown field "input"`},
 		{"catalog not discovered", request(map[string]any{"catalog_id": "elsewhere"}), `tool "calculate" cannot be checked: catalog "elsewhere" has not been discovered`},
 		{"catalog with failures only", request(map[string]any{"catalog_id": "failed"}), `tool "calculate" cannot be checked: catalog "failed" has no stored tools (its discoveries failed)`},
