@@ -196,9 +196,11 @@ func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint str
 	var tr render.ToolResult
 	switch {
 	case err == nil:
+		opts := h.Render
+		opts.Scrub = it.Scrub
 		var info render.Info
 		var rerr error
-		tr, info, rerr = render.Render(ctx, req.ToolUseID, result, h.Render)
+		tr, info, rerr = render.Render(ctx, req.ToolUseID, result, opts)
 		it.Annotate(slog.Int("result_bytes", info.Bytes), slog.Bool("is_error", tr.IsError))
 		if info.Truncated {
 			it.Annotate(slog.Bool("truncated", true), slog.Int("full_bytes", info.FullBytes))
@@ -213,7 +215,7 @@ func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint str
 		// Refused before the server ran anything: a retry is safe.
 		return nil, false, work.Errorf(work.ClassifyMCP(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
-		tr = render.Refusal(req.ToolUseID, err)
+		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
 		return nil, true, work.Errorf(work.ClassifyMCP(err), err, "the tool call failed")

@@ -15,11 +15,16 @@ const maxRefusalMessage = 300
 // Refusal is the tool_result for a call the server answered by refusing it
 // (an error wrapping mcp.ErrServerAnswered): is_error true and one text block
 // telling the model not to retry the same call, quoting the server's message
-// shortened and sanitized (see sanitize).
-func Refusal(toolUseID string, err error) ToolResult {
+// passed through scrub (nil: unchanged), then shortened and sanitized (see
+// sanitize), so a cut never leaves part of a scrubbed secret behind.
+func Refusal(toolUseID string, err error, scrub func(string) string) ToolResult {
 	text := "The MCP server refused this tool call. Do not retry the same call unchanged."
-	if msg := sanitize(refusalMessage(err)); msg != "" {
-		text = "The MCP server refused this tool call: " + msg + "\nDo not retry the same call unchanged."
+	msg := refusalMessage(err)
+	if scrub != nil {
+		msg = scrub(msg)
+	}
+	if quoted := sanitize(msg); quoted != "" {
+		text = "The MCP server refused this tool call: " + quoted + "\nDo not retry the same call unchanged."
 	}
 	return ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: true, Content: []Block{textBlock(text)}}
 }

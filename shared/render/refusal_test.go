@@ -21,7 +21,7 @@ func TestRefusal(t *testing.T) {
 		{"refusal_hostile", fmt.Errorf("%w: denied\n\x1b[31mAuthorization: Bearer sk-live-123\u2028 see https://user:pw@evil.example/x?api_key=k1#f, api_key=k2", mcp.ErrServerAnswered)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			golden(t, tt.name, render.Refusal("toolu_r", tt.err))
+			golden(t, tt.name, render.Refusal("toolu_r", tt.err, nil))
 		})
 	}
 }
@@ -29,7 +29,7 @@ func TestRefusal(t *testing.T) {
 func TestRefusalSanitizes(t *testing.T) {
 	secrets := []string{"sk-live-123", "pw@", "k1", "k2", "s3cr3t", "\x1b"}
 	msg := "denied\n\x1b[31m Authorization: Bearer sk-live-123 token=s3cr3t https://user:pw@evil.example/x?api_key=k1 password: k2 " + strings.Repeat("long ", 200)
-	got := render.Refusal("toolu_r", fmt.Errorf("%w: %s", mcp.ErrServerAnswered, msg))
+	got := render.Refusal("toolu_r", fmt.Errorf("%w: %s", mcp.ErrServerAnswered, msg), nil)
 	if !got.IsError || got.Type != "tool_result" || got.ToolUseID != "toolu_r" || len(got.Content) != 1 {
 		t.Fatalf("Refusal = %+v, want one text block with is_error", got)
 	}
@@ -55,11 +55,11 @@ func TestRefusalSanitizes(t *testing.T) {
 }
 
 func TestRefusalOtherError(t *testing.T) {
-	got := render.Refusal("toolu_r", errors.New("plain failure"))
+	got := render.Refusal("toolu_r", errors.New("plain failure"), nil)
 	if !got.IsError || !strings.Contains(got.Content[0].Text, "plain failure") {
 		t.Errorf("Refusal of an unwrapped error = %+v", got)
 	}
-	if got := render.Refusal("toolu_r", nil); !got.IsError || len(got.Content) != 1 {
+	if got := render.Refusal("toolu_r", nil, nil); !got.IsError || len(got.Content) != 1 {
 		t.Errorf("Refusal(nil) = %+v", got)
 	}
 }

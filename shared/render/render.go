@@ -70,13 +70,18 @@ type ObjectPutter interface {
 var _ ObjectPutter = (*s3.Client)(nil)
 
 // Options bound a rendered result. The zero value truncates at
-// DefaultMaxBytes. When Bucket and Objects are both set, an oversized result
-// is stored as s3://Bucket/KeyPrefix<tool use id>/<sha256>.json instead.
+// DefaultMaxBytes and leaves text as the server sent it. When Bucket and
+// Objects are both set, an oversized result is stored as
+// s3://Bucket/KeyPrefix<tool use id>/<sha256>.json instead. Scrub, when
+// set, rewrites the text of every block converted from the server's answer
+// (the caller's secret redaction) before the limit applies, so neither the
+// result nor a stored object carries what it removes.
 type Options struct {
 	MaxBytes  int
 	Bucket    string
 	Objects   ObjectPutter
 	KeyPrefix string
+	Scrub     func(string) string
 }
 
 // Info describes what Render did. Bytes is the marshaled size of the returned
@@ -104,6 +109,13 @@ func Render(ctx context.Context, toolUseID string, res *mcp.CallResult, opts Opt
 		limit = DefaultMaxBytes
 	}
 	blocks, notes := convert(res)
+	if opts.Scrub != nil {
+		for i := range blocks {
+			if blocks[i].Text != "" {
+				blocks[i].Text = opts.Scrub(blocks[i].Text)
+			}
+		}
+	}
 	tr := ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: res.IsError, Content: blocks}
 	full := marshal(tr)
 	info := Info{Bytes: len(full), FullBytes: len(full), Notes: notes}
