@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
@@ -21,15 +23,17 @@ import (
 )
 
 // Request is a call request (docs/contract.md). Arguments is forwarded as
-// given; absent or null sends {}.
+// given; absent or null sends {}. IdempotencyKey keys the call's ledger
+// record when ToolUseID is empty (see idempotencyKey).
 type Request struct {
-	ServerURL string          `json:"server_url"`
-	ToolName  string          `json:"tool_name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	VaultIDs  []string        `json:"vault_ids,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	CatalogID string          `json:"catalog_id,omitempty"`
-	TaskToken string          `json:"task_token,omitempty"`
+	ServerURL      string          `json:"server_url"`
+	ToolName       string          `json:"tool_name"`
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	VaultIDs       []string        `json:"vault_ids,omitempty"`
+	ToolUseID      string          `json:"tool_use_id,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	CatalogID      string          `json:"catalog_id,omitempty"`
+	TaskToken      string          `json:"task_token,omitempty"`
 }
 
 // Conn is the part of an MCP connection a call uses.
@@ -252,12 +256,15 @@ func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
 	return b
 }
 
-// idempotencyKey is tool_use_id, else the task token, else the SQS message
-// id; a direct invocation with neither has none.
+// idempotencyKey is tool_use_id, else idempotency_key, else the task
+// token, else the SQS message id; a direct invocation with none of them
+// has none. kind names which one for the summary line.
 func idempotencyKey(req Request, it *work.Item) (key, kind string) {
 	switch {
 	case req.ToolUseID != "":
 		return req.ToolUseID, "tool_use_id"
+	case req.IdempotencyKey != "":
+		return req.IdempotencyKey, "idempotency_key"
 	case it.TaskToken != "":
 		return it.TaskToken, "task_token"
 	case it.Source == work.SQS:
@@ -286,6 +293,8 @@ func (r Request) validate(p *guard.Policy) (*url.URL, error) {
 		return nil, work.Errorf(work.InvalidRequest, nil, "tool_name is %d bytes, at most %d", len(r.ToolName), maxToolName)
 	case !validID(r.ToolUseID, maxToolUseID):
 		return nil, work.Errorf(work.InvalidRequest, nil, "tool_use_id must be 1-%d characters of A-Z a-z 0-9 _ -", maxToolUseID)
+	case !validKey(r.IdempotencyKey, maxIdempotencyKey):
+		return nil, work.Errorf(work.InvalidRequest, nil, "idempotency_key must be 1-%d characters, none of them white space or control characters", maxIdempotencyKey)
 	}
 	if args := r.arguments(); args != nil && (args[0] != '{') {
 		return nil, work.Errorf(work.InvalidRequest, nil, "arguments must be a JSON object")
@@ -304,8 +313,9 @@ func (r Request) validate(p *guard.Policy) (*url.URL, error) {
 }
 
 const (
-	maxToolName  = 256
-	maxToolUseID = 256
+	maxToolName       = 256
+	maxToolUseID      = 256
+	maxIdempotencyKey = 512
 )
 
 // validID reports whether s is empty or 1 to n characters of A-Z a-z 0-9 _ -
@@ -317,6 +327,23 @@ func validID(s string, n int) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validKey reports whether s is empty or 1 to n characters, each a
+// letter, mark, number, punctuation or symbol: no white space, control,
+// format or private-use character. A Step Functions execution ARN
+// ($$.Execution.Id) always fits; its execution name may hold non-ASCII
+// letters.
+func validKey(s string, n int) bool {
+	if utf8.RuneCountInString(s) > n || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
 			return false
 		}
 	}

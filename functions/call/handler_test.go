@@ -50,6 +50,11 @@ func TestValidation(t *testing.T) {
 		{"arguments an array", request(map[string]any{"arguments": []int{1}}), "arguments must be a JSON object"},
 		{"arguments a number", request(map[string]any{"arguments": 3}), "arguments must be a JSON object"},
 		{"tool_use_id with a slash", request(map[string]any{"tool_use_id": "toolu/../x"}), "tool_use_id must be 1-256 characters of A-Z a-z 0-9 _ -"},
+		{"idempotency_key with a space", request(map[string]any{"idempotency_key": "run 1"}), badKey},
+		{"idempotency_key with a newline", request(map[string]any{"idempotency_key": "run\n1"}), badKey},
+		{"idempotency_key with a control character", request(map[string]any{"idempotency_key": "run\u00001"}), badKey},
+		{"idempotency_key with a bidi override", request(map[string]any{"idempotency_key": "run\u202e1"}), badKey},
+		{"idempotency_key too long", request(map[string]any{"idempotency_key": strings.Repeat("k", 513)}), badKey}, // one over
 		{"bad vault id", request(map[string]any{"vault_ids": []string{"a b"}}), `vault_ids: vault: bad vault id: "a b" has character ' ' at byte 1`},
 		{"empty vault id", request(map[string]any{"vault_ids": []string{""}}), "vault_ids: vault: bad vault id: empty"},
 		{"catalog_id too long", request(map[string]any{"catalog_id": strings.Repeat("c", 1025)}), "catalog_id: catalog: invalid catalog id: 1025 bytes, at most 1024"},
@@ -68,6 +73,57 @@ func TestValidation(t *testing.T) {
 			}
 			if len(e.server.Configs()) != 0 {
 				t.Errorf("connected %d times, want 0: refused before any connection", len(e.server.Configs()))
+			}
+		})
+	}
+}
+
+const badKey = "idempotency_key must be 1-512 characters, none of them white space or control characters"
+
+// TestIdempotencyKeyAlphabet: every Step Functions execution ARN is a valid
+// idempotency_key, up to 512 characters whatever their byte length.
+func TestIdempotencyKeyAlphabet(t *testing.T) {
+	for _, key := range []string{
+		"arn:aws:states:us-east-1:123456789012:execution:mcpfn-call:0b6f1c3e-6a0e-4f4c-9d0c-2f1e5d7a8b9c",
+		"arn:aws:states:us-east-1:123456789012:express:mcpfn-call:run-1:5e9b0c1d-0000-4000-8000-000000000000",
+		"arn:aws-us-gov:states:us-gov-west-1:123456789012:execution:calls/map-run-label:7f3a",   // a Map Run child
+		"arn:aws:states:eu-west-1:123456789012:execution:mcpfn-call:réunion_2026.12(1)+x=y@z!'", // name characters Step Functions allows
+		"arn:aws-cn:states:cn-north-1:123456789012:execution:mcpfn-call:调用-1",
+		strings.Repeat("调", 512), // 1536 bytes: the ledger hashes it
+		"k",
+	} {
+		if !validKey(key, maxIdempotencyKey) {
+			t.Errorf("validKey(%q) = false, want true", key)
+		}
+	}
+	e := newEnv(t)
+	if got := e.direct(t, request(map[string]any{"idempotency_key": strings.Repeat("调", 512)})); got.Error != nil {
+		t.Errorf("512 three-byte characters: error %+v", got.Error)
+	}
+}
+
+// TestIdempotencyKeyPrecedence: tool_use_id, then idempotency_key, then the
+// task token, then the SQS message id.
+func TestIdempotencyKeyPrecedence(t *testing.T) {
+	tests := []struct {
+		name     string
+		req      Request
+		it       *work.Item
+		wantKey  string
+		wantKind string
+	}{
+		{"everything", Request{ToolUseID: "toolu_1", IdempotencyKey: "exec-1"}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "toolu_1", "tool_use_id"},
+		{"no tool_use_id", Request{IdempotencyKey: "exec-1"}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "exec-1", "idempotency_key"},
+		{"a task token and a message id", Request{}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "tok", "task_token"},
+		{"a message id", Request{}, &work.Item{Source: work.SQS, ID: "msg-1"}, "msg-1", "message_id"},
+		{"idempotency_key on a direct call", Request{IdempotencyKey: "exec-1"}, &work.Item{Source: work.Direct, ID: "req-1"}, "exec-1", "idempotency_key"},
+		{"a direct call without any", Request{}, &work.Item{Source: work.Direct, ID: "req-1"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, kind := idempotencyKey(tt.req, tt.it)
+			if key != tt.wantKey || kind != tt.wantKind {
+				t.Errorf("idempotencyKey = %q (%s), want %q (%s)", key, kind, tt.wantKey, tt.wantKind)
 			}
 		})
 	}
@@ -250,6 +306,42 @@ func TestAtMostOnce(t *testing.T) {
 		again := e.direct(t, payload)
 		if len(e.server.calls) != 1 || again.Summaries[0]["idempotency_key"] != "task_token" {
 			t.Errorf("tool ran %d times (want 1); summary %v", len(e.server.calls), again.Summaries[0])
+		}
+	})
+	t.Run("a direct redelivery with the same idempotency_key replays", func(t *testing.T) {
+		e := newEnv(t)
+		payload := request(map[string]any{"idempotency_key": "arn:aws:states:us-east-1:123456789012:execution:mcpfn-call:run-1"})
+		first := e.direct(t, payload)
+		again := e.direct(t, payload)
+		if len(e.server.calls) != 1 {
+			t.Errorf("tool ran %d times, want 1", len(e.server.calls))
+		}
+		if first.Error != nil || string(again.Result) != string(first.Result) {
+			t.Errorf("again = %s (error %+v), want the first result %s", again.Result, again.Error, first.Result)
+		}
+		if s := again.Summaries[0]; s["idempotency_key"] != "idempotency_key" || s["replayed"] != true {
+			t.Errorf("summary = %v, want replayed under idempotency_key", s)
+		}
+		other := e.direct(t, request(map[string]any{"idempotency_key": "arn:aws:states:us-east-1:123456789012:execution:mcpfn-call:run-2"}))
+		if other.Error != nil || len(e.server.calls) != 2 {
+			t.Errorf("another key: error %+v, tool ran %d times; want it to run again", other.Error, len(e.server.calls))
+		}
+	})
+	t.Run("a replayed failure under idempotency_key keeps its wire type", func(t *testing.T) {
+		e := newEnv(t)
+		e.server.callErr = fmt.Errorf("mcp: call: %w: connection reset", errors.New("read tcp"))
+		payload := request(map[string]any{"idempotency_key": "exec-lost"})
+		first := e.direct(t, payload)
+		e.server.callErr = nil
+		again := e.direct(t, payload)
+		if first.Error == nil || first.Error.Type != "mcp_connection_failed_error" {
+			t.Fatalf("first error = %+v", first.Error)
+		}
+		if again.Error == nil || again.Error.Type != first.Error.Type || again.Error.Message != first.Error.Message+" (outcome of an earlier delivery)" {
+			t.Errorf("replayed error = %+v, want %s %q (outcome of an earlier delivery)", again.Error, first.Error.Type, first.Error.Message)
+		}
+		if len(e.server.calls) != 1 {
+			t.Errorf("tool ran %d times, want 1", len(e.server.calls))
 		}
 	})
 	t.Run("a direct call without key is not recorded", func(t *testing.T) {
