@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -23,8 +24,10 @@ var substitutions = map[string]string{
 	"CallFunctionArn":     "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-call",
 }
 
-// execution is what e2e/sfn/run.mjs prints.
+// execution is what e2e/sfn/run.mjs prints, and the execution ARN
+// runStateMachine gave it ($$.Execution.Id).
 type execution struct {
+	ID     string          `json:"-"`
 	Status string          `json:"status"`
 	Output json.RawMessage `json:"output"`
 	Error  string          `json:"error"`
@@ -33,10 +36,11 @@ type execution struct {
 }
 
 type event struct {
-	Type        string   `json:"type"`
-	State       string   `json:"state"`
-	Error       string   `json:"error"`
-	ErrorEquals []string `json:"errorEquals"`
+	Type        string          `json:"type"`
+	State       string          `json:"state"`
+	Error       string          `json:"error"`
+	ErrorEquals []string        `json:"errorEquals"`
+	Input       json.RawMessage `json:"input"` // of a StateEntered event
 }
 
 // count returns how many events have type typ and state state.
@@ -62,15 +66,23 @@ func node(t *testing.T) string {
 }
 
 // runStateMachine runs statemachine/<name>.asl.json on input in
-// aws-local-stepfunctions, each named Task state invoking its RIE.
+// aws-local-stepfunctions, each named Task state invoking its RIE. Each run
+// gets a fresh execution ARN as $$.Execution.Id, as Step Functions gives
+// every execution its own.
 func runStateMachine(t *testing.T, name string, input any, tasks map[string]string) execution {
 	t.Helper()
 	nodeBin := node(t)
+	execName := rand.Text()
+	id := "arn:aws:states:us-east-1:123456789012:execution:mcpfn-" + name + ":" + execName
 	cfg := mustJSON(t, map[string]any{
 		"definition":    "../statemachine/" + name + ".asl.json",
 		"substitutions": substitutions,
 		"input":         input,
 		"tasks":         tasks,
+		"context": map[string]any{
+			"Execution":    map[string]any{"Id": id, "Name": execName},
+			"StateMachine": map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-" + name, "Name": "mcpfn-" + name},
+		},
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -82,7 +94,7 @@ func runStateMachine(t *testing.T, name string, input any, tasks map[string]stri
 	if err != nil {
 		t.Fatalf("run %s: %v\n%s", name, err, &stderr)
 	}
-	var ex execution
+	ex := execution{ID: id}
 	if err := json.Unmarshal(out, &ex); err != nil {
 		t.Fatalf("run %s printed %s: %v\n%s", name, out, err, &stderr)
 	}

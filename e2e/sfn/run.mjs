@@ -3,9 +3,11 @@
 // the execution as one JSON object on stdout.
 //
 // stdin: {"definition": path, "substitutions": {name: value},
-//         "input": any, "tasks": {stateName: rieInvocationURL}}
+//         "input": any, "tasks": {stateName: rieInvocationURL},
+//         "context": the Context Object ($$), e.g. {"Execution": {"Id"}}}
 // stdout: {"status": "SUCCEEDED"|"FAILED", "output", "error", "cause",
-//          "events": [{"type", "state", "error", "cause", "errorEquals"}]}
+//          "events": [{"type", "state", "error", "cause", "errorEquals",
+//                      "input" (of a StateEntered event)}]}
 //
 // A function error becomes a thrown Error whose name is the errorType and
 // whose message is the raw error payload, as Step Functions sets Error and
@@ -55,7 +57,10 @@ for (const [state, url] of Object.entries(config.tasks ?? {})) {
 }
 
 const machine = new StateMachine(definition);
-const execution = machine.run(config.input, { overrides: { taskResourceLocalHandlers, retryIntervalOverrides } });
+const execution = machine.run(config.input, {
+  overrides: { taskResourceLocalHandlers, retryIntervalOverrides },
+  context: config.context,
+});
 
 const out = { status: 'SUCCEEDED', events: [] };
 for await (const ev of execution.eventLogs) {
@@ -65,6 +70,7 @@ for await (const ev of execution.eventLogs) {
     error: ev.Error,
     cause: typeof ev.Cause === 'string' ? ev.Cause : undefined,
     errorEquals: ev.retry?.retrier?.ErrorEquals ?? ev.catch?.catcher?.ErrorEquals,
+    input: ev.type === 'StateEntered' ? ev.state?.input : undefined,
   });
   if (ev.type === 'ExecutionFailed') {
     Object.assign(out, { status: 'FAILED', error: ev.Error, cause: ev.Cause });
