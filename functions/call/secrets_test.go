@@ -5,11 +5,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
 // TestServerQuotesTheToken: a server that quotes the vault token, with no
@@ -73,6 +80,57 @@ func TestServerQuotesTheToken(t *testing.T) {
 			}
 			if tt.wantType == "" && !strings.Contains(string(got.Result), "[redacted]") {
 				t.Errorf("tool_result %s, want the quoted token replaced by [redacted]", got.Result)
+			}
+		})
+	}
+}
+
+// TestRealServerQuotesTheToken: a go-sdk server that reads the
+// Authorization header and quotes the token, bare and in base64, in a
+// JSON-RPC error and in a tool's text, over the real ledger (moto).
+func TestRealServerQuotesTheToken(t *testing.T) {
+	const token = "vt-real-Zx81Qp-20261201"
+	b64 := base64.StdEncoding.EncodeToString([]byte(token))
+	server := sdk.NewServer(&sdk.Implementation{Name: "quoting", Version: "1.0.0"}, nil)
+	bare := func(req *sdk.CallToolRequest) string {
+		return strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+	}
+	server.AddTool(&sdk.Tool{Name: "refuse", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			tok := bare(req)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "credential " + tok + " (" + base64.StdEncoding.EncodeToString([]byte(tok)) + ") may not call this tool"}
+		})
+	server.AddTool(&sdk.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			tok := bare(req)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you are " + tok + ", also known as " + base64.StdEncoding.EncodeToString([]byte(tok))}}}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, &sdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+
+	s := newStack(t, nil)
+	worktest.PutVault(t, s.Secrets, s.Prefix+"v", worktest.VaultCredential{ServerURL: srv.URL, Token: token})
+	for _, tool := range []string{"refuse", "whoami"} {
+		t.Run(tool, func(t *testing.T) {
+			id := "toolu_quote_" + tool
+			out, err := s.Invoke(t, worktest.Payload(map[string]any{"server_url": srv.URL, "tool_name": tool, "vault_ids": []string{"v"}, "tool_use_id": id}), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			result := string(worktest.Payload(out))
+			if !strings.Contains(result, "[redacted]") {
+				t.Fatalf("result %s does not quote the server's text with the token redacted: did the token reach the server?", result)
+			}
+			entry, err := s.ledger.Begin(t.Context(), id)
+			if err != nil || !entry.Done {
+				t.Fatalf("ledger entry %+v, %v; want the outcome recorded", entry, err)
+			}
+			for what, v := range map[string]string{"tool_result": result, "ledger outcome": string(entry.Outcome.Result), "logs": s.Logs.String()} {
+				for _, secret := range []string{token, b64} {
+					if strings.Contains(v, secret) {
+						t.Errorf("%s carries the token (%q): %s", what, secret, v)
+					}
+				}
 			}
 		})
 	}
