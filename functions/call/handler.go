@@ -201,7 +201,7 @@ func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint str
 	switch {
 	case err == nil:
 		opts := h.Render
-		opts.Scrub = it.Scrub
+		opts.Scrub = it.ScrubSecrets
 		var info render.Info
 		var rerr error
 		tr, info, rerr = render.Render(ctx, req.ToolUseID, result, opts)

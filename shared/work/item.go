@@ -52,7 +52,12 @@ type Item struct {
 	attrs    []slog.Attr
 }
 
-type replacement struct{ old, new string }
+// replacement is one scrubbing rule; token marks a credential's (see
+// ScrubSecrets).
+type replacement struct {
+	old, new string
+	token    bool
+}
 
 // newItem is a work item for body, scrubbing from its first byte: the
 // server_url it names is registered with Scrub before anything checks it.
@@ -109,7 +114,7 @@ func (it *Item) scrubRawServer(raw string) {
 func rawServerSecrets(raw string) (string, []replacement) {
 	scheme, rest, found := strings.Cut(raw, "://")
 	if !found {
-		return redacted, []replacement{{raw, redacted}}
+		return redacted, []replacement{{old: raw, new: redacted}}
 	}
 	end := strings.IndexAny(rest, "/?#")
 	if end < 0 {
@@ -118,24 +123,24 @@ func rawServerSecrets(raw string) (string, []replacement) {
 	authority, tail := rest[:end], rest[end:]
 	var rs []replacement
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		rs = append(rs, replacement{authority[:at+1], ""})
+		rs = append(rs, replacement{old: authority[:at+1], new: ""})
 		if len(authority[:at]) > 1 {
-			rs = append(rs, replacement{authority[:at], redacted})
+			rs = append(rs, replacement{old: authority[:at], new: redacted})
 		}
 		authority = authority[at+1:]
 	}
 	origin := strings.ToLower(scheme) + "://" + strings.ToLower(authority)
 	given := scheme + "://" + authority
-	rs = append(rs, replacement{raw, origin}, replacement{given, origin}, replacement{origin, origin})
+	rs = append(rs, replacement{old: raw, new: origin}, replacement{old: given, new: origin}, replacement{old: origin, new: origin})
 	path, fragment, _ := strings.Cut(tail, "#")
 	path, query, _ := strings.Cut(path, "?")
 	for _, part := range []string{tail, path, query, fragment} {
 		if len(part) > 1 {
-			rs = append(rs, replacement{part, redacted})
+			rs = append(rs, replacement{old: part, new: redacted})
 		}
 	}
 	if len(path) > 1 {
-		rs = append(rs, replacement{given + path, origin}, replacement{origin + path, origin})
+		rs = append(rs, replacement{old: given + path, new: origin}, replacement{old: origin + path, new: origin})
 	}
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {
 		rs = append(rs, serverSecrets(u, Origin(u))...)
@@ -156,18 +161,18 @@ func serverSecrets(u *url.URL, origin string) []replacement {
 			paths = append(paths, p)
 		}
 	}
-	out := []replacement{{u.String(), origin}}
+	out := []replacement{{old: u.String(), new: origin}}
 	for _, o := range origins {
-		out = append(out, replacement{o, o})
+		out = append(out, replacement{old: o, new: o})
 		for _, p := range paths {
-			out = append(out, replacement{o + p, origin})
+			out = append(out, replacement{old: o + p, new: origin})
 		}
 	}
 	for _, p := range paths {
-		out = append(out, replacement{p, redacted})
+		out = append(out, replacement{old: p, new: redacted})
 	}
 	if u.RawQuery != "" {
-		out = append(out, replacement{u.RawQuery, redacted})
+		out = append(out, replacement{old: u.RawQuery, new: redacted})
 	}
 	return out
 }
@@ -196,7 +201,7 @@ func (it *Item) AddSecret(s string) {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	for _, form := range secretForms(s) {
-		it.secrets = append(it.secrets, replacement{form, redacted})
+		it.secrets = append(it.secrets, replacement{old: form, new: redacted, token: true})
 	}
 }
 
@@ -220,10 +225,21 @@ func secretForms(s string) []string {
 // Scrub returns s with every secret, and the server URL's path and query,
 // replaced. It replaces in one pass, longest match first, so no replacement
 // is rewritten by a later one.
-func (it *Item) Scrub(s string) string {
+func (it *Item) Scrub(s string) string { return it.scrub(s, false) }
+
+// ScrubSecrets returns s with every credential AddSecret registered, in
+// each of its encodings, replaced; the server URL is left as it is. It is
+// for what a server sent that goes to the model (a tool's output), where
+// the URL's path is the tool's own text.
+func (it *Item) ScrubSecrets(s string) string { return it.scrub(s, true) }
+
+func (it *Item) scrub(s string, tokensOnly bool) string {
 	it.mu.Lock()
 	rs := slices.Clone(it.secrets)
 	it.mu.Unlock()
+	if tokensOnly {
+		rs = slices.DeleteFunc(rs, func(r replacement) bool { return !r.token })
+	}
 	if len(rs) == 0 {
 		return s
 	}

@@ -75,3 +75,15 @@ func TestAddSecretEncodings(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubSecretsLeavesTheURL: a tool's own text keeps the server's path;
+// only the credential goes.
+func TestScrubSecretsLeavesTheURL(t *testing.T) {
+	it := &work.Item{}
+	u, _ := url.Parse("https://mcp.example.com/mcp")
+	it.SetServer(u)
+	it.AddSecret("tok-123")
+	if got, want := it.ScrubSecrets("see /mcp/docs; Bearer tok-123"), "see /mcp/docs; Bearer [redacted]"; got != want {
+		t.Errorf("ScrubSecrets = %q, want %q", got, want)
+	}
+}
