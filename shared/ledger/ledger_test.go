@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/ledger/ledgertest"
 )
 
 // ledgerAPI is the method set Dynamo and Memory share; the call function
@@ -73,9 +76,10 @@ var stores = []store{
 	}},
 	{"dynamo", func(t *testing.T, clk *clock, n int) []ledgerAPI {
 		api, table := newTable(t)
+		strict := ledgertest.Strict(api) // one for all n, so their writes exclude each other
 		var out []ledgerAPI
 		for range n {
-			d := ledger.NewDynamo(api, table, lease)
+			d := ledger.NewDynamo(strict, table, lease)
 			d.Now = clk.Now
 			out = append(out, d)
 		}
@@ -87,6 +91,7 @@ var (
 	motoOnce sync.Once
 	motoSrv  *awstest.Moto
 	motoErr  error
+	tables   atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -99,7 +104,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newTable creates a fresh ledger table on the package's moto server.
+// newTable creates a ledger table on the package's moto server, named
+// after the test and unique to this run, so -count=2 starts empty.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
@@ -107,7 +113,7 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 		t.Fatal(motoErr)
 	}
 	api := dynamodb.NewFromConfig(motoSrv.Config(t.Context()))
-	table := "ledger-" + regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(t.Name(), "-")
+	table := fmt.Sprintf("ledger-%s-%d-%08x", regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(t.Name(), "-"), tables.Add(1), rand.Uint32())
 	if err := ledger.CreateTable(t.Context(), api, table); err != nil {
 		t.Fatal(err)
 	}
