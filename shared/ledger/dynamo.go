@@ -80,7 +80,9 @@ func (d *Dynamo) expires(now time.Time) string {
 
 // Begin takes the lease on key with a conditional write: a new key or an
 // expired lease starts a call (Entry.Done false); a completed key returns its
-// Entry; a live lease held elsewhere is ErrInProgress.
+// Entry; a live lease held elsewhere is ErrInProgress. A write refused by the
+// lease it took itself (a retry after a lost answer) starts the call too,
+// with TookOver set, since the lost answer hid what it replaced.
 func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 	pk, err := storedKey(key)
 	if err != nil {
@@ -136,6 +138,14 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("ledger: begin %s: %w", ref(key), err)
 		}
+		if !rec.done && rec.owner == owner {
+			// Our write landed and its answer was lost; the SDK's retry of
+			// it was refused by our own lease. Whether the write replaced
+			// an expired lease is lost with the answer: report the
+			// cautious reading.
+			d.holds.set(key, owner)
+			return Entry{TookOver: true}, nil
+		}
 		if rec.done {
 			return Entry{Done: true, Outcome: rec.outcome}, nil
 		}
@@ -148,8 +158,10 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 }
 
 // Complete stores o as key's outcome and ends the lease, provided this value
-// still holds it (else ErrNotOwner). An outcome over MaxOutcomeBytes is
-// ErrTooLarge. The record expires after Retention.
+// still holds it (else ErrNotOwner); a refused write that finds the record
+// already done under this value's lease (a retry after a lost answer)
+// succeeds. An outcome over MaxOutcomeBytes is ErrTooLarge. The record
+// expires after Retention.
 func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
 	pk, err := storedKey(key)
 	if err != nil {
@@ -172,15 +184,17 @@ func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
 			attrOutcome:  &types.AttributeValueMemberS{Value: string(body)},
 			TTLAttribute: &types.AttributeValueMemberN{Value: d.expires(d.now())},
 		},
-		ConditionExpression:       aws.String("#state = :running AND #owner = :owner"),
-		ExpressionAttributeNames:  map[string]string{"#state": attrState, "#owner": attrOwner},
-		ExpressionAttributeValues: ownerValues(owner),
+		ConditionExpression:                 aws.String("#state = :running AND #owner = :owner"),
+		ExpressionAttributeNames:            map[string]string{"#state": attrState, "#owner": attrOwner},
+		ExpressionAttributeValues:           ownerValues(owner),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return d.settle(key, owner, "complete", err)
+	return d.settle(ctx, key, pk, owner, "complete", err)
 }
 
 // Release deletes key's record so a redelivery can run the call, provided
-// this value still holds the lease (else ErrNotOwner).
+// this value still holds the lease (else ErrNotOwner). A record already
+// gone counts as released: a redelivery can run either way.
 func (d *Dynamo) Release(ctx context.Context, key string) error {
 	pk, err := storedKey(key)
 	if err != nil {
@@ -191,29 +205,57 @@ func (d *Dynamo) Release(ctx context.Context, key string) error {
 		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
 	_, err = d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(d.table),
-		Key:                       map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
-		ConditionExpression:       aws.String("#state = :running AND #owner = :owner"),
-		ExpressionAttributeNames:  map[string]string{"#state": attrState, "#owner": attrOwner},
-		ExpressionAttributeValues: ownerValues(owner),
+		TableName:                           aws.String(d.table),
+		Key:                                 map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
+		ConditionExpression:                 aws.String("#state = :running AND #owner = :owner"),
+		ExpressionAttributeNames:            map[string]string{"#state": attrState, "#owner": attrOwner},
+		ExpressionAttributeValues:           ownerValues(owner),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return d.settle(key, owner, "release", err)
+	return d.settle(ctx, key, pk, owner, "release", err)
 }
 
 // settle forgets the lease unless the write failed for a reason worth
-// retrying, and maps a failed condition to ErrNotOwner.
-func (d *Dynamo) settle(key, owner, op string, err error) error {
+// retrying, and maps a failed condition to ErrNotOwner unless the record
+// shows the write already landed (a retry after a lost answer): done under
+// owner after a complete, gone after a release.
+func (d *Dynamo) settle(ctx context.Context, key, pk, owner, op string, err error) error {
 	var failed *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		d.holds.drop(key, owner)
 		return nil
 	case errors.As(err, &failed):
+		item := failed.Item
+		if item == nil {
+			got, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName:      aws.String(d.table),
+				Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
+				ConsistentRead: aws.Bool(true),
+			})
+			if err != nil {
+				return fmt.Errorf("ledger: %s %s: read the existing record: %w", op, ref(key), err)
+			}
+			item = got.Item
+		}
 		d.holds.drop(key, owner)
+		if landed(op, item, owner) {
+			return nil
+		}
 		return fmt.Errorf("%w: %s: the lease was taken over or the record is gone", ErrNotOwner, ref(key))
 	default:
 		return fmt.Errorf("ledger: %s %s: %w", op, ref(key), err)
 	}
+}
+
+// landed reports whether item, read after op's write was refused, is what
+// that write leaves behind.
+func landed(op string, item map[string]types.AttributeValue, owner string) bool {
+	if op == "release" {
+		return item == nil
+	}
+	rec, err := decode(item)
+	return err == nil && rec.done && rec.owner == owner
 }
 
 func ownerValues(owner string) map[string]types.AttributeValue {
@@ -230,6 +272,7 @@ func millis(t time.Time) *types.AttributeValueMemberN {
 // record is a decoded item.
 type record struct {
 	done       bool
+	owner      string
 	leaseUntil time.Time
 	outcome    Outcome
 }
@@ -238,6 +281,10 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 	state, _ := item[attrState].(*types.AttributeValueMemberS)
 	if state == nil {
 		return record{}, errors.New("record without state")
+	}
+	var owner string
+	if o, ok := item[attrOwner].(*types.AttributeValueMemberS); ok {
+		owner = o.Value
 	}
 	switch state.Value {
 	case stateDone:
@@ -249,7 +296,7 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 		if err := json.Unmarshal([]byte(s.Value), &o); err != nil {
 			return record{}, fmt.Errorf("done record with unreadable outcome: %w", err)
 		}
-		return record{done: true, outcome: o}, nil
+		return record{done: true, owner: owner, outcome: o}, nil
 	case stateRunning:
 		n, _ := item[attrLeaseUntil].(*types.AttributeValueMemberN)
 		if n == nil {
@@ -259,7 +306,7 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 		if err != nil {
 			return record{}, fmt.Errorf("running record with lease_until %q: %w", n.Value, err)
 		}
-		return record{leaseUntil: time.UnixMilli(ms)}, nil
+		return record{owner: owner, leaseUntil: time.UnixMilli(ms)}, nil
 	default:
 		return record{}, fmt.Errorf("record with state %q", state.Value)
 	}

@@ -343,3 +343,28 @@ func TestOutcomeTooLarge(t *testing.T) {
 		mustBegin(t, l[0], "huge", ledger.Entry{Done: true, Outcome: fits})
 	})
 }
+
+// TestReleaseOfAGoneRecord: a record already deleted counts as released,
+// since a retried Release after a lost answer finds it so; a record held
+// by another delivery does not.
+func TestReleaseOfAGoneRecord(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store) {
+		clk := newClock()
+		l := s.new(t, clk, 3)
+		mustBegin(t, l[0], "gone", ledger.Entry{})
+		clk.Advance(lease)
+		mustBegin(t, l[1], "gone", ledger.Entry{TookOver: true})
+		wantErr(t, "Release while another delivery holds it", l[0].Release(t.Context(), "gone"), ledger.ErrNotOwner)
+
+		mustBegin(t, l[0], "gone-2", ledger.Entry{})
+		clk.Advance(lease)
+		mustBegin(t, l[1], "gone-2", ledger.Entry{TookOver: true})
+		if err := l[1].Release(t.Context(), "gone-2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l[0].Release(t.Context(), "gone-2"); err != nil {
+			t.Errorf("Release of a record already deleted: %v, want success", err)
+		}
+		mustBegin(t, l[2], "gone-2", ledger.Entry{})
+	})
+}

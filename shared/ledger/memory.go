@@ -23,17 +23,12 @@ type Memory struct {
 
 type memStore struct {
 	mu      sync.Mutex
-	records map[string]memRecord
-}
-
-type memRecord struct {
-	record
-	owner string
+	records map[string]record
 }
 
 // NewMemory returns an empty in-memory ledger whose leases last lease.
 func NewMemory(lease time.Duration) *Memory {
-	return &Memory{store: &memStore{records: make(map[string]memRecord)}, lease: lease}
+	return &Memory{store: &memStore{records: make(map[string]record)}, lease: lease}
 }
 
 // Peer returns a ledger on the same records with its own leases and the same
@@ -69,7 +64,7 @@ func (m *Memory) Begin(ctx context.Context, key string) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %s leased until %s", ErrInProgress, ref(key), old.leaseUntil.UTC().Format(time.RFC3339Nano))
 	}
 	owner := newOwner()
-	m.store.records[pk] = memRecord{record: record{leaseUntil: now.Add(m.lease)}, owner: owner}
+	m.store.records[pk] = record{owner: owner, leaseUntil: now.Add(m.lease)}
 	m.holds.set(key, owner)
 	return Entry{TookOver: exists}, nil
 }
@@ -79,18 +74,19 @@ func (m *Memory) Complete(ctx context.Context, key string, o Outcome) error {
 	if _, err := encodeOutcome(key, o); err != nil {
 		return err
 	}
-	return m.settle(ctx, key, "complete", func(pk string) {
-		m.store.records[pk] = memRecord{record: record{done: true, outcome: o}}
+	return m.settle(ctx, key, "complete", func(pk, owner string) {
+		m.store.records[pk] = record{done: true, owner: owner, outcome: o}
 	})
 }
 
 // Release behaves as Dynamo.Release.
 func (m *Memory) Release(ctx context.Context, key string) error {
-	return m.settle(ctx, key, "release", func(pk string) { delete(m.store.records, pk) })
+	return m.settle(ctx, key, "release", func(pk, _ string) { delete(m.store.records, pk) })
 }
 
-// settle applies write to key's record if this value holds its lease.
-func (m *Memory) settle(ctx context.Context, key, op string, write func(pk string)) error {
+// settle applies write to key's record if this value holds its lease. A
+// release of a record already gone succeeds, as Dynamo's does.
+func (m *Memory) settle(ctx context.Context, key, op string, write func(pk, owner string)) error {
 	pk, err := storedKey(key)
 	if err != nil {
 		return err
@@ -105,9 +101,13 @@ func (m *Memory) settle(ctx context.Context, key, op string, write func(pk strin
 	m.store.mu.Lock()
 	defer m.store.mu.Unlock()
 	m.holds.drop(key, owner)
-	if r, ok := m.store.records[pk]; !ok || r.done || r.owner != owner {
+	r, ok := m.store.records[pk]
+	switch {
+	case !ok && op == "release":
+		return nil
+	case !ok || r.done || r.owner != owner:
 		return fmt.Errorf("%w: %s: the lease was taken over or the record is gone", ErrNotOwner, ref(key))
 	}
-	write(pk)
+	write(pk, owner)
 	return nil
 }
