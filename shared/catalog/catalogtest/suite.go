@@ -341,9 +341,13 @@ func testOversized(t *testing.T, s Store) {
 		Tool("after", "x"),
 	}}
 	res := MustPut(t, s, "big-tool", Discover(l, 0))
-	if res.ToolCount != 5 || len(res.Refused) != 1 || res.Refused[0].Name != "huge" ||
-		!strings.Contains(res.Refused[0].Reason, "too large") {
-		t.Fatalf("Put = count %d refused %v, want 5 tools and huge refused as too large", res.ToolCount, res.Refused)
+	if res.ToolCount != 5 || len(res.Refused) != 1 || res.Refused[0].Name != "huge" {
+		t.Fatalf("Put = count %d refused %v, want 5 tools and huge refused", res.ToolCount, res.Refused)
+	}
+	var plain, zipped, limit int
+	_, err := fmt.Sscanf(res.Refused[0].Reason, "tool definition too large to store: %d bytes, %d bytes compressed, over the %d-byte item limit", &plain, &zipped, &limit)
+	if err != nil || plain < 700_000 || zipped <= catalog.MaxItemBytes || limit != catalog.MaxItemBytes {
+		t.Errorf("huge refused with %q (%v), want too large to store, over %d bytes even compressed", res.Refused[0].Reason, err, catalog.MaxItemBytes)
 	}
 	want := mcp.Listing{Tools: append(append([]mcp.Tool{}, l.Tools[:4]...), l.Tools[5]), Refused: res.Refused}
 	AssertContent(t, MustGet(t, s, "big-tool"), want)
