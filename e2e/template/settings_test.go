@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/startup"
 )
 
 // TestEnvironmentIsAcceptedByTheFunctions resolves each function's
@@ -64,7 +64,7 @@ func TestEnvironmentIsAcceptedByTheFunctions(t *testing.T) {
 						env[k] = fmt.Sprint(r)
 					}
 				}
-				if _, err := work.LoadSettings(func(k string) string { return env[k] }); err != nil {
+				if _, err := startup.LoadSettings(func(k string) string { return env[k] }); err != nil {
 					t.Errorf("the functions refuse the template's environment: %v", err)
 				}
 				if _, err := guard.ParseAllowList(env[guard.EnvAllowList]); err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
 )
 
 func realTemplate(t *testing.T) doc {
@@ -76,10 +76,10 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"CallRole", "CallLedger", "dynamodb", reflect.TypeFor[ledger.DynamoAPI](), nil, "CallsTable"},
 		{"DiscoverRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
 		{"CallRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
-		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "DiscoverDLQ"},
-		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[work.QueueAPI](), nil, "CallDLQ"},
-		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, "*"}, // no resource type in IAM
-		{"CallRole", "TaskTokens", "states", reflect.TypeFor[work.TaskAPI](), nil, "*"},     // no resource type in IAM
+		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "DiscoverDLQ"},
+		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "CallDLQ"},
+		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"}, // no resource type in IAM
+		{"CallRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"},     // no resource type in IAM
 		{"CallRole", "Results", "s3", reflect.TypeFor[render.ObjectPutter](), nil, ""},
 	}
 	for _, tt := range tests {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // TestNoSecretInLogs sends canary tokens and a server URL whose path and
@@ -28,16 +28,16 @@ func TestNoSecretInLogs(t *testing.T) {
 	secured := srv.URL + path + "?" + query
 	// A fixture that serves /mcp only: the canary path answers 404.
 	elsewhere := mcptest.NewServer(t, mcptest.Options{})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured, Token: goodToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured, Token: wrongToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"good", runnertest.VaultCredential{ServerURL: secured, Token: goodToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"wrong", runnertest.VaultCredential{ServerURL: secured, Token: wrongToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"near", runnertest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
 
 	bodies := []string{
 		callBody(map[string]any{"server_url": secured, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{"near", "good"}}),
 		callBody(map[string]any{"server_url": secured, "tool_name": "echo", "vault_ids": []string{"wrong"}}),
 		callBody(map[string]any{"server_url": secured, "tool_name": "nonexistent", "vault_ids": []string{"good"}}),
-		callBody(map[string]any{"server_url": strings.TrimSuffix(worktest.ClosedPortURL(t), "/mcp") + path + "?" + query, "tool_name": "echo"}),
-		callBody(map[string]any{"server_url": strings.TrimSuffix(worktest.GarbageServer(t), "/mcp") + path + "?" + query, "tool_name": "echo"}),
+		callBody(map[string]any{"server_url": strings.TrimSuffix(runnertest.ClosedPortURL(t), "/mcp") + path + "?" + query, "tool_name": "echo"}),
+		callBody(map[string]any{"server_url": strings.TrimSuffix(runnertest.GarbageServer(t), "/mcp") + path + "?" + query, "tool_name": "echo"}),
 		callBody(map[string]any{"server_url": strings.TrimSuffix(elsewhere.URL, "/mcp") + path + "?" + query, "tool_name": "echo"}),
 		callBody(map[string]any{"server_url": "https://[::1]" + path + "?" + query, "tool_name": "echo"}),
 		callBody(map[string]any{"server_url": secured, "tool_name": "echo", "vault_ids": []string{"wrong"}, "task_token": "tok"}),

@@ -11,9 +11,9 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
 const (
@@ -25,7 +25,7 @@ const (
 // answer every call with a text block naming the tool and its arguments,
 // or with result when set.
 type fakeServer struct {
-	worktest.Connector[Conn]
+	runnertest.Connector[Conn]
 
 	mu      sync.Mutex
 	result  *mcp.CallResult
@@ -79,7 +79,7 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 // env is a call function over fakes: a fake MCP server and catalog, an
 // in-memory ledger and secrets, and recording Step Functions and SQS.
 type env struct {
-	*worktest.Fakes
+	*runnertest.Fakes
 	server  *fakeServer
 	catalog *fakeCatalog
 	ledger  *ledger.Memory
@@ -89,7 +89,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{
-		Fakes:   worktest.NewFakes(requestID),
+		Fakes:   runnertest.NewFakes(requestID),
 		server:  &fakeServer{stats: mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 3, ResponseBytes: 412}},
 		catalog: &fakeCatalog{tools: map[string][]string{"example": {"current_time", "calculate", "word_stats"}, "failed": nil}},
 		ledger:  ledger.NewMemory(5 * time.Minute),
@@ -102,7 +102,7 @@ func newEnv(t *testing.T) *env {
 		Ledger:      e.ledger,
 		Logger:      e.Logger,
 	}
-	e.Start(t, work.Config{Function: "call", DLQURL: dlqURL}, e.handler)
+	e.Start(t, runner.Config{Function: "call", DLQURL: dlqURL}, e.handler)
 	return e
 }
 
@@ -110,13 +110,13 @@ func newEnv(t *testing.T) *env {
 // and compares what it produced, and the calls that reached the server,
 // with testdata/events/<name>.json.
 func TestEvents(t *testing.T) {
-	worktest.Events(t, "../../events/call-*.json", func(t *testing.T, payload []byte) any {
+	runnertest.Events(t, "../../events/call-*.json", func(t *testing.T, payload []byte) any {
 		e := newEnv(t)
 		inv := e.Invoke(t, payload)
 		calls := slices.Clone(e.server.calls)
 		slices.Sort(calls)
 		return struct {
-			worktest.Invocation
+			runnertest.Invocation
 			ServerCalls []string `json:"server_calls"`
 		}{inv, calls}
 	})

@@ -18,8 +18,10 @@ import (
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/startup"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Request is a call request (docs/contract.md). Arguments is forwarded as
@@ -69,22 +71,22 @@ var (
 // means guard.Default(); Render bounds the result; Logger nil means
 // slog.Default() (used for credential hints).
 type Handler struct {
-	Connect     work.ConnectFunc[Conn]
+	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Catalog     Catalog
-	Credentials work.Vaults
+	Credentials runner.Vaults
 	Ledger      Ledger
 	Render      render.Options
 	Logger      *slog.Logger
 }
 
-// Process implements work.Processor: it validates the request, checks the
+// Process implements runner.Processor: it validates the request, checks the
 // tool against the catalog when catalog_id is set, takes the idempotency
 // lease, calls the tool and renders the tool_result.
-func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
+func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	var req Request
-	if err := work.Decode(it.Body, &req); err != nil {
+	if err := runner.Decode(it.Body, &req); err != nil {
 		return nil, err
 	}
 	u, err := req.validate(h.Policy)
@@ -114,9 +116,9 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
-		return nil, &work.Error{Type: work.Internal, Message: "another delivery of this call is in progress; retry later", Err: err, Requeue: true}
+		return nil, &wire.Error{Type: wire.Internal, Message: "another delivery of this call is in progress; retry later", Err: err, Requeue: true}
 	case err != nil:
-		return nil, work.Errorf(work.Internal, err, "the call ledger failed")
+		return nil, wire.Errorf(wire.Internal, err, "the call ledger failed")
 	case entry.Done:
 		it.Annotate(slog.Bool("replayed", true))
 		return replay(entry.Outcome)
@@ -131,12 +133,12 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 		}
 		return nil, err
 	}
-	outcome := ledger.Outcome{ErrorType: string(work.TypeOf(err))}
+	outcome := ledger.Outcome{ErrorType: string(wire.TypeOf(err))}
 	if err != nil {
 		outcome.Message = it.PublicMessage(err)
 	} else if outcome.Result, err = json.Marshal(res); err != nil {
-		err = work.Errorf(work.Internal, err, "internal error: the result does not marshal")
-		outcome = ledger.Outcome{ErrorType: string(work.Internal), Message: "internal error: the result does not marshal"}
+		err = wire.Errorf(wire.Internal, err, "internal error: the result does not marshal")
+		outcome = ledger.Outcome{ErrorType: string(wire.Internal), Message: "internal error: the result does not marshal"}
 	}
 	cerr := h.Ledger.Complete(ctx, key, outcome)
 	if errors.Is(cerr, ledger.ErrTooLarge) && res != nil {
@@ -153,22 +155,22 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 
 // member checks the tool against the stored catalog and returns the
 // protocol version recorded there, or "" without a catalog.
-func (h *Handler) member(ctx context.Context, it *work.Item, req Request) (string, error) {
+func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (string, error) {
 	if req.CatalogID == "" {
 		return "", nil
 	}
 	m, err := h.Catalog.Lookup(ctx, req.CatalogID, req.ToolName)
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return "", work.Errorf(work.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has not been discovered", req.ToolName, req.CatalogID)
+		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has not been discovered", req.ToolName, req.CatalogID)
 	case errors.Is(err, catalog.ErrInvalidID):
-		return "", work.Errorf(work.InvalidRequest, err, "catalog_id")
+		return "", wire.Errorf(wire.InvalidRequest, err, "catalog_id")
 	case err != nil:
-		return "", work.Errorf(work.Internal, err, "the catalog store failed")
+		return "", wire.Errorf(wire.Internal, err, "the catalog store failed")
 	case m.Version == "":
-		return "", work.Errorf(work.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
+		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
 	case !m.Found:
-		return "", work.Errorf(work.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
+		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
 	it.Annotate(slog.String("catalog_version", m.Version))
 	return m.ProtocolVersion, nil
@@ -176,8 +178,8 @@ func (h *Handler) member(ctx context.Context, it *work.Item, req Request) (strin
 
 // call connects and calls. ran reports whether the tools/call request may
 // have reached the server (the tool may have run).
-func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint string) (res *render.ToolResult, ran bool, err error) {
-	token, err := work.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, hint string) (res *render.ToolResult, ran bool, err error) {
+	token, err := runner.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, false, err
 	}
@@ -189,7 +191,7 @@ func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint str
 	}
 	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client, ProtocolVersion: hint})
 	if err != nil {
-		return nil, false, work.Errorf(work.ClassifyMCP(err), err, "could not connect to the MCP server")
+		return nil, false, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
 	}
 	defer func() {
 		s := conn.Stats()
@@ -217,12 +219,12 @@ func (h *Handler) call(ctx context.Context, it *work.Item, req Request, hint str
 		}
 	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
 		// Refused before the server ran anything: a retry is safe.
-		return nil, false, work.Errorf(work.ClassifyMCP(err), err, "the MCP server refused the call")
+		return nil, false, wire.Errorf(wire.ClassifyMCP(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
 		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
-		return nil, true, work.Errorf(work.ClassifyMCP(err), err, "the tool call failed")
+		return nil, true, wire.Errorf(wire.ClassifyMCP(err), err, "the tool call failed")
 	}
 	return &tr, true, nil
 }
@@ -237,7 +239,7 @@ func (h *Handler) logger() *slog.Logger {
 // replay turns a stored outcome back into a result or a final error.
 func replay(o ledger.Outcome) (any, error) {
 	if o.ErrorType != "" {
-		return nil, &work.Error{Type: work.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery)", Final: true}
+		return nil, &wire.Error{Type: wire.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery)", Final: true}
 	}
 	return o.Result, nil
 }
@@ -259,7 +261,7 @@ func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
 // idempotencyKey is tool_use_id, else idempotency_key, else the task
 // token, else the SQS message id; a direct invocation with none of them
 // has none. kind names which one for the summary line.
-func idempotencyKey(req Request, it *work.Item) (key, kind string) {
+func idempotencyKey(req Request, it *runner.Item) (key, kind string) {
 	switch {
 	case req.ToolUseID != "":
 		return req.ToolUseID, "tool_use_id"
@@ -267,7 +269,7 @@ func idempotencyKey(req Request, it *work.Item) (key, kind string) {
 		return req.IdempotencyKey, "idempotency_key"
 	case it.TaskToken != "":
 		return it.TaskToken, "task_token"
-	case it.Source == work.SQS:
+	case it.Source == runner.SQS:
 		return it.ID, "message_id"
 	}
 	return "", ""
@@ -286,30 +288,30 @@ func (r Request) arguments() json.RawMessage {
 func (r Request) validate(p *guard.Policy) (*url.URL, error) {
 	switch {
 	case r.ServerURL == "":
-		return nil, work.Errorf(work.InvalidRequest, nil, "server_url is required")
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "server_url is required")
 	case r.ToolName == "":
-		return nil, work.Errorf(work.InvalidRequest, nil, "tool_name is required")
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_name is required")
 	case len(r.ToolName) > maxToolName:
-		return nil, work.Errorf(work.InvalidRequest, nil, "tool_name is %d bytes, at most %d", len(r.ToolName), maxToolName)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_name is %d bytes, at most %d", len(r.ToolName), maxToolName)
 	case !validID(r.ToolUseID, maxToolUseID):
-		return nil, work.Errorf(work.InvalidRequest, nil, "tool_use_id must be 1-%d characters of A-Z a-z 0-9 _ -", maxToolUseID)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_use_id must be 1-%d characters of A-Z a-z 0-9 _ -", maxToolUseID)
 	case !validKey(r.IdempotencyKey, maxIdempotencyKey):
-		return nil, work.Errorf(work.InvalidRequest, nil, "idempotency_key must be 1-%d characters, none of them white space or control characters", maxIdempotencyKey)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "idempotency_key must be 1-%d characters, none of them white space or control characters", maxIdempotencyKey)
 	}
 	if args := r.arguments(); args != nil && (args[0] != '{') {
-		return nil, work.Errorf(work.InvalidRequest, nil, "arguments must be a JSON object")
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "arguments must be a JSON object")
 	}
 	if r.CatalogID != "" {
 		if err := catalog.ValidateID(r.CatalogID); err != nil {
-			return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+			return nil, wire.Errorf(wire.InvalidRequest, err, "catalog_id")
 		}
 	}
 	for _, id := range r.VaultIDs {
 		if err := vault.ValidateVaultID(id); err != nil {
-			return nil, work.Errorf(work.InvalidRequest, err, "vault_ids")
+			return nil, wire.Errorf(wire.InvalidRequest, err, "vault_ids")
 		}
 	}
-	return work.CheckServerURL(r.ServerURL, p)
+	return wire.CheckServerURL(r.ServerURL, p)
 }
 
 const (
@@ -356,6 +358,6 @@ const ResultsKeyPrefix = "results/"
 // LedgerLease is how long a delivery holds a call's idempotency key: the
 // longest it can run after taking it (the operation timeout), plus the
 // reserve and a minute of margin for clock skew.
-func LedgerLease(s work.Settings) time.Duration {
+func LedgerLease(s startup.Settings) time.Duration {
 	return s.OperationTimeout + s.Reserve + time.Minute
 }

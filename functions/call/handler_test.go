@@ -18,19 +18,20 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 const serverURL = "https://mcp.example.com/mcp"
 
 // request is a valid request with fields changed; a nil value removes one.
 func request(fields map[string]any) []byte {
-	return worktest.Request(map[string]any{"server_url": serverURL, "tool_name": "calculate"}, fields)
+	return runnertest.Request(map[string]any{"server_url": serverURL, "tool_name": "calculate"}, fields)
 }
 
-func (e *env) direct(t *testing.T, payload []byte) worktest.Invocation {
+func (e *env) direct(t *testing.T, payload []byte) runnertest.Invocation {
 	t.Helper()
 	e.Logs.Reset()
 	e.Tasks.Reset()
@@ -108,16 +109,16 @@ func TestIdempotencyKeyPrecedence(t *testing.T) {
 	tests := []struct {
 		name     string
 		req      Request
-		it       *work.Item
+		it       *runner.Item
 		wantKey  string
 		wantKind string
 	}{
-		{"everything", Request{ToolUseID: "toolu_1", IdempotencyKey: "exec-1"}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "toolu_1", "tool_use_id"},
-		{"no tool_use_id", Request{IdempotencyKey: "exec-1"}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "exec-1", "idempotency_key"},
-		{"a task token and a message id", Request{}, &work.Item{TaskToken: "tok", Source: work.SQS, ID: "msg-1"}, "tok", "task_token"},
-		{"a message id", Request{}, &work.Item{Source: work.SQS, ID: "msg-1"}, "msg-1", "message_id"},
-		{"idempotency_key on a direct call", Request{IdempotencyKey: "exec-1"}, &work.Item{Source: work.Direct, ID: "req-1"}, "exec-1", "idempotency_key"},
-		{"a direct call without any", Request{}, &work.Item{Source: work.Direct, ID: "req-1"}, "", ""},
+		{"everything", Request{ToolUseID: "toolu_1", IdempotencyKey: "exec-1"}, &runner.Item{TaskToken: "tok", Source: runner.SQS, ID: "msg-1"}, "toolu_1", "tool_use_id"},
+		{"no tool_use_id", Request{IdempotencyKey: "exec-1"}, &runner.Item{TaskToken: "tok", Source: runner.SQS, ID: "msg-1"}, "exec-1", "idempotency_key"},
+		{"a task token and a message id", Request{}, &runner.Item{TaskToken: "tok", Source: runner.SQS, ID: "msg-1"}, "tok", "task_token"},
+		{"a message id", Request{}, &runner.Item{Source: runner.SQS, ID: "msg-1"}, "msg-1", "message_id"},
+		{"idempotency_key on a direct call", Request{IdempotencyKey: "exec-1"}, &runner.Item{Source: runner.Direct, ID: "req-1"}, "exec-1", "idempotency_key"},
+		{"a direct call without any", Request{}, &runner.Item{Source: runner.Direct, ID: "req-1"}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,7 +293,7 @@ func TestAtMostOnce(t *testing.T) {
 	})
 	t.Run("an SQS redelivery is keyed by message id without tool_use_id", func(t *testing.T) {
 		e := newEnv(t)
-		ev := worktest.Payload(worktest.SQSEvent(string(request(nil))))
+		ev := runnertest.Payload(runnertest.SQSEvent(string(request(nil))))
 		e.direct(t, ev)
 		again := e.direct(t, ev)
 		if len(e.server.calls) != 1 || again.Summaries[0]["idempotency_key"] != "message_id" {
@@ -357,7 +358,7 @@ func TestAtMostOnce(t *testing.T) {
 		if _, err := e.ledger.Peer().Begin(t.Context(), "toolu_busy"); err != nil {
 			t.Fatal(err)
 		}
-		got := e.direct(t, worktest.Payload(worktest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_busy"})))))
+		got := e.direct(t, runnertest.Payload(runnertest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_busy"})))))
 		if string(got.Result) != `{"batchItemFailures":[{"itemIdentifier":"msg-0"}]}` || len(e.server.calls) != 0 {
 			t.Errorf("result %s, calls %v; want the record back and no call", got.Result, e.server.calls)
 		}
@@ -371,7 +372,7 @@ func TestAtMostOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := string(request(map[string]any{"tool_use_id": "toolu_busy", "task_token": "tok-busy"}))
-		got := e.direct(t, worktest.Payload(worktest.SQSEvent(body)))
+		got := e.direct(t, runnertest.Payload(runnertest.SQSEvent(body)))
 		if string(got.Result) != `{"batchItemFailures":[{"itemIdentifier":"msg-0"}]}` || len(got.TaskReports) != 0 || len(e.server.calls) != 0 {
 			t.Errorf("result %s, task reports %+v, calls %v; want the record back, no report and no call", got.Result, got.TaskReports, e.server.calls)
 		}
@@ -391,7 +392,7 @@ func TestAtMostOnce(t *testing.T) {
 				if name == "fail" {
 					e.server.callErr = fmt.Errorf("mcp: call: %w", context.DeadlineExceeded)
 				}
-				ev := worktest.Payload(worktest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_closed", "task_token": "tok-closed"}))))
+				ev := runnertest.Payload(runnertest.SQSEvent(string(request(map[string]any{"tool_use_id": "toolu_closed", "task_token": "tok-closed"}))))
 				first := e.direct(t, ev)
 				again := e.direct(t, ev)
 				if len(first.TaskReports) != 1 || len(e.server.calls) != 1 {
@@ -427,7 +428,7 @@ func TestAtMostOnce(t *testing.T) {
 		first := e.direct(t, request(map[string]any{"tool_use_id": "toolu_maybe"}))
 		e.server.callErr = nil
 		body := string(request(map[string]any{"tool_use_id": "toolu_maybe"}))
-		second := e.direct(t, worktest.Payload(worktest.SQSEvent(body)))
+		second := e.direct(t, runnertest.Payload(runnertest.SQSEvent(body)))
 		if first.Error == nil || first.Error.Type != "mcp_connection_failed_error" {
 			t.Fatalf("first error = %+v", first.Error)
 		}
@@ -489,7 +490,7 @@ func TestCallUsesItsBudget(t *testing.T) {
 			deadline, _ = ctx.Deadline()
 			return e.server.Connect(ctx, cfg)
 		}
-		ctx, cancel := worktest.Context(t.Context(), requestID, 30*time.Second)
+		ctx, cancel := runnertest.Context(t.Context(), requestID, 30*time.Second)
 		defer cancel()
 		if _, err := e.Runner.Handle(ctx, request(nil)); err != nil {
 			t.Fatal(err)
@@ -515,7 +516,7 @@ func FuzzRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		e := newEnv(t)
 		got := e.Invoke(t, payload)
-		if got.Error != nil && !slices.Contains(work.ErrorTypes, work.ErrorType(got.Error.Type)) {
+		if got.Error != nil && !slices.Contains(wire.ErrorTypes, wire.ErrorType(got.Error.Type)) {
 			t.Errorf("error %+v is not a wire error", got.Error)
 		}
 	})

@@ -19,32 +19,32 @@ import (
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
-func TestMain(m *testing.M) { os.Exit(worktest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
 
 // stack is the call function wired as main wires it, over moto (DynamoDB
 // catalog and ledger, SQS dead-letter queue, Secrets Manager vaults) and
 // real MCP servers on loopback, which its guard policy allows.
 type stack struct {
-	*worktest.Stack
+	*runnertest.Stack
 	handler *Handler
 	calls   string
 	ledger  *ledger.Dynamo
 }
 
-func newStack(t *testing.T, tweak func(*work.Config)) *stack {
+func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 	t.Helper()
-	s := &stack{Stack: worktest.NewStack(t, "call"), calls: worktest.UniqueName("calls")}
+	s := &stack{Stack: runnertest.NewStack(t, "call"), calls: runnertest.UniqueName("calls")}
 	if err := ledger.CreateTable(t.Context(), s.DDB, s.calls); err != nil {
 		t.Fatal(err)
 	}
 	s.ledger = ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 	s.handler = &Handler{
-		Connect:     work.ConnectMCP[Conn],
+		Connect:     connect,
 		HTTPClient:  s.Client(t, mcp.CallTimeout),
 		Policy:      s.Policy,
 		Catalog:     s.Store,
@@ -73,7 +73,7 @@ func (s *stack) discover(t *testing.T, id string, srv *mcptest.Server) {
 	}
 }
 
-func callBody(fields map[string]any) string { return string(worktest.Payload(fields)) }
+func callBody(fields map[string]any) string { return string(runnertest.Payload(fields)) }
 
 // cause is one real way a call fails, and the wire type it must produce.
 // A requeued cause comes back to the queue even with a task token.
@@ -100,19 +100,19 @@ func realCauses() []cause {
 		}, "mcp_authentication_failed_error", false},
 		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
-			id := worktest.UniqueName("wrong")
-			worktest.PutVault(t, s.Secrets, s.Prefix+id, worktest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
+			id := runnertest.UniqueName("wrong")
+			runnertest.PutVault(t, s.Secrets, s.Prefix+id, runnertest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
 		}, "mcp_authentication_failed_error", false},
 		{"nothing listens on the port", func(t *testing.T, s *stack) string {
-			return callBody(map[string]any{"server_url": worktest.ClosedPortURL(t), "tool_name": "echo"})
+			return callBody(map[string]any{"server_url": runnertest.ClosedPortURL(t), "tool_name": "echo"})
 		}, "mcp_connection_failed_error", false},
 		{"server answers garbage", func(t *testing.T, s *stack) string {
-			return callBody(map[string]any{"server_url": worktest.GarbageServer(t), "tool_name": "echo"})
+			return callBody(map[string]any{"server_url": runnertest.GarbageServer(t), "tool_name": "echo"})
 		}, "mcp_protocol_error", false},
 		{"another delivery holds the call", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
-			id := worktest.UniqueName("toolu")
+			id := runnertest.UniqueName("toolu")
 			other := ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 			if _, err := other.Begin(t.Context(), id); err != nil {
 				t.Fatal(err)
@@ -131,7 +131,7 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("direct", func(t *testing.T) {
 				_, err := s.Invoke(t, []byte(c.body(t, s)), time.Minute)
-				if got := worktest.WireType(err); got != c.wants {
+				if got := runnertest.WireType(err); got != c.wants {
 					t.Errorf("errorType = %q (%v), want %q", got, err, c.wants)
 				}
 			})
@@ -147,7 +147,7 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 					t.Fatal(err)
 				}
 				fields["task_token"] = "token-" + c.name
-				out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(callBody(fields))), time.Minute)
+				out, err := s.Invoke(t, runnertest.Payload(runnertest.SQSEvent(callBody(fields))), time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -166,7 +166,7 @@ func TestBatchOfTen(t *testing.T) {
 	causes := realCauses()
 	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: "s3cr3t"})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"team", worktest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
 	bodies := []string{
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "echo", "arguments": map[string]string{"text": "zero"}, "tool_use_id": "toolu_b0"}),
 		callBody(map[string]any{"server_url": secured.URL, "tool_name": "echo", "arguments": map[string]string{"text": "one"}, "vault_ids": []string{"team"}}),
@@ -179,7 +179,7 @@ func TestBatchOfTen(t *testing.T) {
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "fail", "tool_use_id": "toolu_b8"}),
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "nonexistent", "tool_use_id": "toolu_b9", "task_token": "tok-9"}),
 	}
-	out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), time.Minute)
+	out, err := s.Invoke(t, runnertest.Payload(runnertest.SQSEvent(bodies...)), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestBatchOfTen(t *testing.T) {
 		t.Errorf("batch item failures (-want +got):\n%s", diff)
 	}
 	var dead []string
-	for _, m := range worktest.Drain(t, s.SQS, s.DLQ, 3) {
+	for _, m := range runnertest.Drain(t, s.SQS, s.DLQ, 3) {
 		dead = append(dead, m.Attributes["mcpfn.source_message_id"]+" "+m.Attributes["mcpfn.error_type"])
 	}
 	wantDead := []string{"msg-2 invalid_request_error", "msg-3 mcp_egress_denied_error", "msg-4 mcp_authentication_failed_error"}
@@ -213,7 +213,7 @@ func TestBatchOfTen(t *testing.T) {
 // within 3.9 s: the second starts at about 2 s, the third not before 4 s
 // (two 2 s tools ran), so it and the fourth go back to the queue unstarted.
 func TestDeadlineTooShort(t *testing.T) {
-	s := newStack(t, func(c *work.Config) {
+	s := newStack(t, func(c *runner.Config) {
 		c.Concurrency, c.Reserve, c.MinBudget = 1, time.Second, 4*time.Second
 	})
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
@@ -221,7 +221,7 @@ func TestDeadlineTooShort(t *testing.T) {
 	for i := range 4 {
 		bodies = append(bodies, callBody(map[string]any{"server_url": srv.URL, "tool_name": "slow", "arguments": map[string]int{"ms": 2000}, "tool_use_id": fmt.Sprintf("toolu_slow%d", i)}))
 	}
-	out, err := s.Invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)), 8900*time.Millisecond)
+	out, err := s.Invoke(t, runnertest.Payload(runnertest.SQSEvent(bodies...)), 8900*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 	s := newStack(t, nil)
 	srv := mcptest.NewServer(t, mcptest.Options{})
 	t.Run("redelivered message", func(t *testing.T) {
-		ev := worktest.Payload(worktest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "once"}, "task_token": "tok-a"})))
+		ev := runnertest.Payload(runnertest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "once"}, "task_token": "tok-a"})))
 		for range 2 {
 			if out, err := s.Invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
 				t.Fatalf("Handle = %v, %v", out, err)
@@ -269,11 +269,11 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 	t.Run("redelivered to a closed task", func(t *testing.T) {
 		// A 1 s budget: slow times out after its request went out, a failure
 		// the ledger stores and replays.
-		s := newStack(t, func(c *work.Config) { c.OperationTimeout = time.Second })
+		s := newStack(t, func(c *runner.Config) { c.OperationTimeout = time.Second })
 		s.Tasks.Once = true
 		srv := mcptest.NewServer(t, mcptest.Options{})
 		for _, tool := range []string{"echo", "slow"} {
-			ev := worktest.Payload(worktest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": tool, "arguments": map[string]any{"text": "x", "ms": 3000}, "task_token": "tok-" + tool})))
+			ev := runnertest.Payload(runnertest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": tool, "arguments": map[string]any{"text": "x", "ms": 3000}, "task_token": "tok-" + tool})))
 			for range 2 {
 				if out, err := s.Invoke(t, ev, time.Minute); err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
 					t.Fatalf("Handle = %v, %v; want the record done", out, err)
@@ -283,7 +283,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 		if reports := s.Tasks.Reports(); len(reports) != 2 || reports[0].Error != "" || reports[1].Error != "mcp_connection_failed_error" {
 			t.Errorf("reports %+v, want echo's result and slow's failure, once each", reports)
 		}
-		if n := worktest.Pending(t, s.SQS, s.DLQ); n != 0 {
+		if n := runnertest.Pending(t, s.SQS, s.DLQ); n != 0 {
 			t.Errorf("%d dead letters, want none", n)
 		}
 		var closed []string
@@ -305,7 +305,7 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 			wg.Go(func() { results[i], errs[i] = s.Invoke(t, []byte(body), time.Minute) })
 		}
 		wg.Wait()
-		types := []string{worktest.WireType(errs[0]), worktest.WireType(errs[1])}
+		types := []string{runnertest.WireType(errs[0]), runnertest.WireType(errs[1])}
 		if !(types[0] == "" && types[1] == "internal_error" || types[0] == "internal_error" && types[1] == "") {
 			t.Errorf("error types %q, want one success and one internal_error (in progress)", types)
 		}

@@ -14,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/startup"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
 )
 
 func main() {
@@ -28,8 +30,8 @@ func main() {
 	lambda.Start(runner)
 }
 
-func setup(ctx context.Context) (*work.Runner, error) {
-	st, err := work.Init(ctx, os.Getenv, os.Stdout)
+func setup(ctx context.Context) (*runner.Runner, error) {
+	st, err := startup.Init(ctx, os.Getenv, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -44,19 +46,29 @@ func setup(ctx context.Context) (*work.Runner, error) {
 		calls = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), s.CallsTable, lease)
 	} else {
 		calls = ledger.NewMemory(lease)
-		logger.Warn("no calls table configured: the idempotency ledger is in memory (local runs only)", "variable", work.EnvCallsTable)
+		logger.Warn("no calls table configured: the idempotency ledger is in memory (local runs only)", "variable", startup.EnvCallsTable)
 	}
 	opts := render.Options{MaxBytes: s.MaxResultBytes}
 	if s.ResultsBucket != "" {
 		opts.Bucket, opts.Objects, opts.KeyPrefix = s.ResultsBucket, s3.NewFromConfig(awsCfg), ResultsKeyPrefix
 	}
 	h := &Handler{
-		Connect:     work.ConnectMCP[Conn],
+		Connect:     connect,
 		Catalog:     store,
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(awsCfg), s.SecretsPrefix),
 		Ledger:      calls,
 		Render:      opts,
 		Logger:      logger,
 	}
-	return work.NewRunner(st.RunnerConfig("call"), h)
+	return runner.NewRunner(st.RunnerConfig("call"), h)
+}
+
+// connect is the Handler's Connect: mcp.Connect, with a nil interface (not
+// a typed nil) on error.
+func connect(ctx context.Context, cfg mcp.Config) (Conn, error) {
+	c, err := mcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // TestRenderEveryContentType calls each fixture tool through the function
@@ -41,13 +41,13 @@ func TestRenderEveryContentType(t *testing.T) {
 		if c.args != nil {
 			req["arguments"] = c.args
 		}
-		out, err := s.Invoke(t, worktest.Payload(req), time.Minute)
+		out, err := s.Invoke(t, runnertest.Payload(req), time.Minute)
 		if err != nil {
 			t.Fatalf("%s: %v", c.tool, err)
 		}
-		got[c.tool] = worktest.Payload(out)
+		got[c.tool] = runnertest.Payload(out)
 	}
-	worktest.Golden(t, filepath.Join("testdata", "render.json"), got)
+	runnertest.Golden(t, filepath.Join("testdata", "render.json"), got)
 }
 
 // TestOversizedResult: over the limit, a result is truncated with a marker
@@ -56,7 +56,7 @@ func TestOversizedResult(t *testing.T) {
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	big := strings.Repeat("All work and no play. ", 1000) // 22,000 bytes
 	req := func(id string) []byte {
-		return worktest.Payload(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": big}, "tool_use_id": id})
+		return runnertest.Payload(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": big}, "tool_use_id": id})
 	}
 
 	t.Run("truncated", func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestOversizedResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := worktest.Payload(out)
+		b := runnertest.Payload(out)
 		if len(b) > 4096 || !strings.Contains(string(b), "[truncated:") {
 			t.Errorf("result is %d bytes; want at most 4096 with a truncation marker:\n%.300s", len(b), b)
 		}
@@ -78,7 +78,7 @@ func TestOversizedResult(t *testing.T) {
 	t.Run("stored in S3", func(t *testing.T) {
 		s := newStack(t, nil)
 		objects := s3.NewFromConfig(s.Moto.Config(t.Context()), func(o *s3.Options) { o.UsePathStyle = true })
-		bucket := worktest.UniqueName("results")
+		bucket := runnertest.UniqueName("results")
 		if _, err := objects.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestOversizedResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b := worktest.Payload(out); !strings.Contains(string(b), "s3://"+bucket+"/results/toolu_store/") {
+		if b := runnertest.Payload(out); !strings.Contains(string(b), "s3://"+bucket+"/results/toolu_store/") {
 			t.Errorf("result %s does not reference the stored object", b)
 		}
 		sum := s.Logs.Summaries()[0]

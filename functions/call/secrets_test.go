@@ -15,8 +15,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
 // TestServerQuotesTheToken: a server that quotes the vault token, with no
@@ -109,15 +109,15 @@ func TestRealServerQuotesTheToken(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	s := newStack(t, nil)
-	worktest.PutVault(t, s.Secrets, s.Prefix+"v", worktest.VaultCredential{ServerURL: srv.URL, Token: token})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"v", runnertest.VaultCredential{ServerURL: srv.URL, Token: token})
 	for _, tool := range []string{"refuse", "whoami"} {
 		t.Run(tool, func(t *testing.T) {
 			id := "toolu_quote_" + tool
-			out, err := s.Invoke(t, worktest.Payload(map[string]any{"server_url": srv.URL, "tool_name": tool, "vault_ids": []string{"v"}, "tool_use_id": id}), time.Minute)
+			out, err := s.Invoke(t, runnertest.Payload(map[string]any{"server_url": srv.URL, "tool_name": tool, "vault_ids": []string{"v"}, "tool_use_id": id}), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			result := string(worktest.Payload(out))
+			result := string(runnertest.Payload(out))
 			if !strings.Contains(result, "[redacted]") {
 				t.Fatalf("result %s does not quote the server's text with the token redacted: did the token reach the server?", result)
 			}

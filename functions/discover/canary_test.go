@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // TestNoSecretInLogs sends canary tokens and a server URL whose path and
@@ -29,15 +29,15 @@ func TestNoSecretInLogs(t *testing.T) {
 	secured := srv.URL + path + "?" + query
 	// A fixture that serves /mcp only: the canary path answers 404.
 	elsewhere := mcptest.NewServer(t, mcptest.Options{})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"good", worktest.VaultCredential{ServerURL: secured, Token: goodToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"wrong", worktest.VaultCredential{ServerURL: secured, Token: wrongToken})
-	worktest.PutVault(t, s.Secrets, s.Prefix+"near", worktest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"good", runnertest.VaultCredential{ServerURL: secured, Token: goodToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"wrong", runnertest.VaultCredential{ServerURL: secured, Token: wrongToken})
+	runnertest.PutVault(t, s.Secrets, s.Prefix+"near", runnertest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
 
 	bodies := []string{
 		body(map[string]any{"catalog_id": "good", "server_url": secured, "vault_ids": []string{"near", "good"}}),
 		body(map[string]any{"catalog_id": "wrong", "server_url": secured, "vault_ids": []string{"wrong"}}),
-		body(map[string]any{"catalog_id": "closed", "server_url": strings.TrimSuffix(worktest.ClosedPortURL(t), "/mcp") + path + "?" + query}),
-		body(map[string]any{"catalog_id": "garbage", "server_url": strings.TrimSuffix(worktest.GarbageServer(t), "/mcp") + path + "?" + query}),
+		body(map[string]any{"catalog_id": "closed", "server_url": strings.TrimSuffix(runnertest.ClosedPortURL(t), "/mcp") + path + "?" + query}),
+		body(map[string]any{"catalog_id": "garbage", "server_url": strings.TrimSuffix(runnertest.GarbageServer(t), "/mcp") + path + "?" + query}),
 		body(map[string]any{"catalog_id": "elsewhere", "server_url": strings.TrimSuffix(elsewhere.URL, "/mcp") + path + "?" + query}),
 		body(map[string]any{"catalog_id": "denied", "server_url": "https://[::1]" + path + "?" + query}),
 		body(map[string]any{"catalog_id": "wrong", "server_url": secured, "vault_ids": []string{"wrong"}, "task_token": "tok"}),

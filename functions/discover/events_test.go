@@ -11,9 +11,9 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
 const (
@@ -35,7 +35,7 @@ var exampleListing = mcp.Listing{
 // fakeServer is an MCP server in memory: Connect opens connections that
 // list listing.
 type fakeServer struct {
-	worktest.Connector[Conn]
+	runnertest.Connector[Conn]
 
 	listing mcp.Listing
 	listErr error
@@ -86,7 +86,7 @@ func (s *fakeStore) RecordFailure(_ context.Context, id string, f catalog.Failur
 // env is a discover function over fakes: a fake MCP server, a fake catalog
 // store, in-memory secrets, and recording Step Functions and SQS.
 type env struct {
-	*worktest.Fakes
+	*runnertest.Fakes
 	server  *fakeServer
 	store   *fakeStore
 	handler *Handler
@@ -95,7 +95,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{
-		Fakes: worktest.NewFakes(requestID),
+		Fakes: runnertest.NewFakes(requestID),
 		server: &fakeServer{
 			listing: exampleListing,
 			stats:   mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 4, ResponseBytes: 1890},
@@ -109,7 +109,7 @@ func newEnv(t *testing.T) *env {
 		Credentials: vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
 		Logger:      e.Logger,
 	}
-	e.Start(t, work.Config{Function: "discover", DLQURL: dlqURL}, e.handler)
+	e.Start(t, runner.Config{Function: "discover", DLQURL: dlqURL}, e.handler)
 	return e
 }
 
@@ -117,7 +117,7 @@ func newEnv(t *testing.T) *env {
 // fakes and compares what it produced, stored and recorded with
 // testdata/events/<name>.json.
 func TestEvents(t *testing.T) {
-	worktest.Events(t, "../../events/discover-*.json", func(t *testing.T, payload []byte) any {
+	runnertest.Events(t, "../../events/discover-*.json", func(t *testing.T, payload []byte) any {
 		e := newEnv(t)
 		inv := e.Invoke(t, payload)
 		stored := map[string]int{}
@@ -125,7 +125,7 @@ func TestEvents(t *testing.T) {
 			stored[id] = len(puts[len(puts)-1].Listing.Tools)
 		}
 		return struct {
-			worktest.Invocation
+			runnertest.Invocation
 			StoredTools      map[string]int               `json:"stored_tools,omitempty"`
 			RecordedFailures map[string][]catalog.Failure `json:"recorded_failures,omitempty"`
 		}{inv, stored, e.store.failures}

@@ -10,8 +10,9 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Request is a discover request (docs/contract.md).
@@ -75,23 +76,23 @@ var (
 // guard.Default(); Logger nil means slog.Default() (credential hints and
 // store warnings); Now nil means time.Now.
 type Handler struct {
-	Connect     work.ConnectFunc[Conn]
+	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Store       Store
-	Credentials work.Vaults
+	Credentials runner.Vaults
 	Logger      *slog.Logger
 	Now         func() time.Time
 }
 
-// Process implements work.Processor: it validates the request, lists the
+// Process implements runner.Processor: it validates the request, lists the
 // server's tools and stores them under catalog_id. Every failure but a
 // malformed request or server URL is recorded on the catalog, which keeps
 // its tools.
-func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
+func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	start := h.now()
 	var req Request
-	if err := work.Decode(it.Body, &req); err != nil {
+	if err := runner.Decode(it.Body, &req); err != nil {
 		return nil, err
 	}
 	if err := req.validate(); err != nil {
@@ -100,7 +101,7 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
 	res, err := h.discover(ctx, it, req, start)
 	if err != nil {
-		if malformedURL := work.TypeOf(err) == work.InvalidRequest && errors.Is(err, guard.ErrBadURL); !malformedURL {
+		if malformedURL := wire.TypeOf(err) == wire.InvalidRequest && errors.Is(err, guard.ErrBadURL); !malformedURL {
 			h.recordFailure(ctx, it, req.CatalogID, err)
 		}
 		return nil, err
@@ -108,13 +109,13 @@ func (h *Handler) Process(ctx context.Context, it *work.Item) (any, error) {
 	return res, nil
 }
 
-func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, start time.Time) (*Result, error) {
-	u, err := work.CheckServerURL(req.ServerURL, h.Policy)
+func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, start time.Time) (*Result, error) {
+	u, err := wire.CheckServerURL(req.ServerURL, h.Policy)
 	if err != nil {
 		return nil, err
 	}
 	it.SetServer(u)
-	token, err := work.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	token, err := runner.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -126,14 +127,14 @@ func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, star
 	}
 	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client})
 	if err != nil {
-		return nil, work.Errorf(work.ClassifyMCP(err), err, "could not connect to the MCP server")
+		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
 	}
 	listing, err := conn.ListTools(octx)
 	stats := conn.Stats()
 	_ = conn.Close()
 	it.SetUsage(stats.ProtocolVersion, stats.Requests, stats.ResponseBytes)
 	if err != nil {
-		return nil, work.Errorf(work.ClassifyMCP(err), err, "could not list the MCP server's tools")
+		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not list the MCP server's tools")
 	}
 	cancel()
 
@@ -146,9 +147,9 @@ func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, star
 	})
 	switch {
 	case errors.Is(err, catalog.ErrInvalidID):
-		return nil, work.Errorf(work.InvalidRequest, err, "catalog_id")
+		return nil, wire.Errorf(wire.InvalidRequest, err, "catalog_id")
 	case err != nil:
-		return nil, work.Errorf(work.Internal, err, "the catalog store failed")
+		return nil, wire.Errorf(wire.Internal, err, "the catalog store failed")
 	}
 	res := &Result{
 		CatalogID:       req.CatalogID,
@@ -177,8 +178,8 @@ func (h *Handler) discover(ctx context.Context, it *work.Item, req Request, star
 
 // recordFailure records err on the catalog. A failure to record is logged:
 // the discovery's own error is what the caller needs.
-func (h *Handler) recordFailure(ctx context.Context, it *work.Item, id string, err error) {
-	f := catalog.Failure{ErrorType: string(work.TypeOf(err)), Message: it.PublicMessage(err), At: h.now()}
+func (h *Handler) recordFailure(ctx context.Context, it *runner.Item, id string, err error) {
+	f := catalog.Failure{ErrorType: string(wire.TypeOf(err)), Message: it.PublicMessage(err), At: h.now()}
 	if rerr := h.Store.RecordFailure(ctx, id, f); rerr != nil {
 		h.logger().Warn("recording the discovery failure failed", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(rerr.Error()))
 	}
@@ -200,7 +201,7 @@ func (h *Handler) now() time.Time {
 
 // scrubRefused returns the refusals with it's secrets scrubbed: a
 // refusal quotes the server's own text (a tool's name).
-func scrubRefused(it *work.Item, all []mcp.Refusal) []mcp.Refusal {
+func scrubRefused(it *runner.Item, all []mcp.Refusal) []mcp.Refusal {
 	out := make([]mcp.Refusal, len(all))
 	for i, r := range all {
 		out[i] = mcp.Refusal{Name: it.Scrub(r.Name), Reason: it.Scrub(r.Reason)}
@@ -227,16 +228,16 @@ func boundRefused(all []mcp.Refusal) ([]mcp.Refusal, int) {
 func (r Request) validate() error {
 	switch {
 	case r.CatalogID == "":
-		return work.Errorf(work.InvalidRequest, nil, "catalog_id is required")
+		return wire.Errorf(wire.InvalidRequest, nil, "catalog_id is required")
 	case r.ServerURL == "":
-		return work.Errorf(work.InvalidRequest, nil, "server_url is required")
+		return wire.Errorf(wire.InvalidRequest, nil, "server_url is required")
 	}
 	if err := catalog.ValidateID(r.CatalogID); err != nil {
-		return work.Errorf(work.InvalidRequest, err, "catalog_id")
+		return wire.Errorf(wire.InvalidRequest, err, "catalog_id")
 	}
 	for _, id := range r.VaultIDs {
 		if err := vault.ValidateVaultID(id); err != nil {
-			return work.Errorf(work.InvalidRequest, err, "vault_ids")
+			return wire.Errorf(wire.InvalidRequest, err, "vault_ids")
 		}
 	}
 	return nil

@@ -14,15 +14,15 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
 const serverURL = "https://mcp.example.com/mcp"
 
 // request is a valid request with fields changed; a nil value removes one.
 func request(fields map[string]any) []byte {
-	return worktest.Request(map[string]any{"catalog_id": "example", "server_url": serverURL}, fields)
+	return runnertest.Request(map[string]any{"catalog_id": "example", "server_url": serverURL}, fields)
 }
 
 func TestValidation(t *testing.T) {

@@ -19,26 +19,25 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
 )
 
-func TestMain(m *testing.M) { os.Exit(worktest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
 
 // stack is the discover function wired as main wires it, over moto
 // (DynamoDB catalog, SQS dead-letter queue, Secrets Manager vaults) and real
 // MCP servers on loopback, which its guard policy allows.
 type stack struct {
-	*worktest.Stack
+	*runnertest.Stack
 	handler *Handler
 }
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{Stack: worktest.NewStack(t, "discover")}
+	s := &stack{Stack: runnertest.NewStack(t, "discover")}
 	s.handler = &Handler{
-		Connect:     work.ConnectMCP[Conn],
+		Connect:     connect,
 		HTTPClient:  s.Client(t, mcp.DialTimeout),
 		Policy:      s.Policy,
 		Store:       s.Store,
@@ -54,7 +53,7 @@ func (s *stack) invoke(t *testing.T, payload []byte) (any, error) {
 	return s.Invoke(t, payload, time.Minute)
 }
 
-func body(fields map[string]any) string { return string(worktest.Payload(fields)) }
+func body(fields map[string]any) string { return string(runnertest.Payload(fields)) }
 
 // cursorLoopServer serves go-sdk's tools/list with every page claiming a
 // next page under the same cursor.
@@ -99,26 +98,26 @@ func realCauses() []cause {
 			return `{"catalog_id":"c","server_url":"https://mcp.example.com/mcp","extra":true}`
 		}, wants: "invalid_request_error"},
 		{name: "loopback the policy does not allow", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": "https://[::1]:8443/mcp"})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": "https://[::1]:8443/mcp"})
 		}, wants: "mcp_egress_denied_error", stored: true},
 		{name: "401 without a credential", body: func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": srv.URL})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": srv.URL})
 		}, wants: "mcp_authentication_failed_error", stored: true},
 		{name: "nothing listens on the port", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": worktest.ClosedPortURL(t)})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": runnertest.ClosedPortURL(t)})
 		}, wants: "mcp_connection_failed_error", stored: true},
 		{name: "server answers garbage", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": worktest.GarbageServer(t)})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": runnertest.GarbageServer(t)})
 		}, wants: "mcp_protocol_error", stored: true},
 		{name: "cursor loop", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": cursorLoopServer(t)})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": cursorLoopServer(t)})
 		}, wants: "mcp_protocol_error", stored: true},
 		{name: "catalog table missing", body: func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
-			return body(map[string]any{"catalog_id": worktest.UniqueName("c"), "server_url": srv.URL})
+			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": srv.URL})
 		}, tweak: func(s *stack) {
-			s.handler.Store = catalog.NewDynamo(s.DDB, worktest.UniqueName("no-such-table"))
+			s.handler.Store = catalog.NewDynamo(s.DDB, runnertest.UniqueName("no-such-table"))
 		}, wants: "internal_error"},
 	}
 }
@@ -136,7 +135,7 @@ func TestWireErrorsFromRealCauses(t *testing.T) {
 			t.Run("direct", func(t *testing.T) {
 				b := c.body(t, s)
 				_, err := s.invoke(t, []byte(b))
-				if got := worktest.WireType(err); got != c.wants {
+				if got := runnertest.WireType(err); got != c.wants {
 					t.Fatalf("errorType = %q (%v), want %q", got, err, c.wants)
 				}
 				if c.stored {
@@ -163,7 +162,7 @@ func TestDialTimeRefusal(t *testing.T) {
 	srv := mcptest.NewServer(t, mcptest.Options{})
 	u, _ := url.Parse(srv.URL)
 	_, err := s.invoke(t, []byte(body(map[string]any{"catalog_id": "localhost", "server_url": "https://localhost:" + u.Port() + "/mcp"})))
-	if got := worktest.WireType(err); got != "mcp_egress_denied_error" {
+	if got := runnertest.WireType(err); got != "mcp_egress_denied_error" {
 		t.Errorf("errorType = %q (%v), want mcp_egress_denied_error", got, err)
 	}
 	if srv.Requests() != 0 {
@@ -178,7 +177,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 		t.Run(fmt.Sprintf("stateless=%t", stateless), func(t *testing.T) {
 			s := newStack(t)
 			srv := mcptest.NewServer(t, mcptest.Options{Stateless: stateless, PageSize: 4, ExtraTools: 5})
-			worktest.PutVault(t, s.Secrets, s.Prefix+"team", worktest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
+			runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
 			req := []byte(body(map[string]any{"catalog_id": "fixture", "server_url": srv.URL, "vault_ids": []string{"team"}}))
 			out, err := s.invoke(t, req)
 			if err != nil {
@@ -205,7 +204,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 
 			s.handler.HTTPClient, s.handler.Policy = nil, nil // the process default: the fixture is not allowed
 			_, err = s.invoke(t, req)
-			if worktest.WireType(err) != "mcp_egress_denied_error" {
+			if runnertest.WireType(err) != "mcp_egress_denied_error" {
 				t.Fatalf("error = %v, want mcp_egress_denied_error", err)
 			}
 			got, err = s.Store.Get(t.Context(), "fixture")
@@ -231,7 +230,7 @@ func TestBatchMixed(t *testing.T) {
 		body(map[string]any{"catalog_id": "ok-2", "server_url": ok.URL, "task_token": "tok-6"}),
 		body(map[string]any{"catalog_id": "bad-7", "server_url": "https://[::1]/mcp", "task_token": "tok-7"}),
 	}
-	out, err := s.invoke(t, worktest.Payload(worktest.SQSEvent(bodies...)))
+	out, err := s.invoke(t, runnertest.Payload(runnertest.SQSEvent(bodies...)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +242,7 @@ func TestBatchMixed(t *testing.T) {
 		t.Errorf("batch item failures %v, want msg-4,msg-5", failed)
 	}
 	var dead []string
-	for _, m := range worktest.Drain(t, s.SQS, s.DLQ, 3) {
+	for _, m := range runnertest.Drain(t, s.SQS, s.DLQ, 3) {
 		dead = append(dead, m.Attributes["mcpfn.source_message_id"])
 	}
 	if slices.Sort(dead); strings.Join(dead, ",") != "msg-1,msg-2,msg-3" {
@@ -263,7 +262,7 @@ func TestRedeliveryToAClosedTask(t *testing.T) {
 	s := newStack(t)
 	s.Tasks.Once = true
 	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
-	ev := worktest.Payload(worktest.SQSEvent(
+	ev := runnertest.Payload(runnertest.SQSEvent(
 		body(map[string]any{"catalog_id": "again", "server_url": ok.URL, "task_token": "tok-ok"}),
 		body(map[string]any{"catalog_id": "again-bad", "server_url": "https://[::1]/mcp", "task_token": "tok-bad"}),
 	))
@@ -276,7 +275,7 @@ func TestRedeliveryToAClosedTask(t *testing.T) {
 	if reports := s.Tasks.Reports(); len(reports) != 2 || reports[0].Error != "mcp_egress_denied_error" || reports[1].Error != "" {
 		t.Errorf("task reports %+v, want one per task", reports)
 	}
-	if n := worktest.Pending(t, s.SQS, s.DLQ); n != 0 {
+	if n := runnertest.Pending(t, s.SQS, s.DLQ); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
 	}
 	var closed []string

@@ -11,8 +11,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/startup"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/work"
 )
 
 func main() {
@@ -24,8 +26,8 @@ func main() {
 	lambda.Start(runner)
 }
 
-func setup(ctx context.Context) (*work.Runner, error) {
-	st, err := work.Init(ctx, os.Getenv, os.Stdout)
+func setup(ctx context.Context) (*runner.Runner, error) {
+	st, err := startup.Init(ctx, os.Getenv, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -34,10 +36,20 @@ func setup(ctx context.Context) (*work.Runner, error) {
 		return nil, err
 	}
 	h := &Handler{
-		Connect:     work.ConnectMCP[Conn],
+		Connect:     connect,
 		Store:       store,
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(st.AWS), st.Settings.SecretsPrefix),
 		Logger:      st.Logger,
 	}
-	return work.NewRunner(st.RunnerConfig("discover"), h)
+	return runner.NewRunner(st.RunnerConfig("discover"), h)
+}
+
+// connect is the Handler's Connect: mcp.Connect, with a nil interface (not
+// a typed nil) on error.
+func connect(ctx context.Context, cfg mcp.Config) (Conn, error) {
+	c, err := mcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

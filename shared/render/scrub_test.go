@@ -11,7 +11,7 @@ import (
 )
 
 // secret is a credential a hostile server quotes; scrub removes it as
-// work.Item.Scrub would.
+// runner.Item.Scrub would.
 const secret = "vault-tok-9f8e7d"
 
 func scrub(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }

@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Vaults finds a server's bearer token in vaults.
@@ -20,7 +21,7 @@ var _ Vaults = (*vault.Resolver)(nil)
 // empty. It logs the lookup's hints to log, registers the token with
 // it.AddSecret and notes which vault matched on the summary line. A vault
 // id that is malformed, names no vault, or a vault that holds no usable
-// credentials is InvalidRequest; any other failure is Internal.
+// credentials is wire.InvalidRequest; any other failure is wire.Internal.
 func BearerToken(ctx context.Context, v Vaults, it *Item, vaultIDs []string, serverURL string, log *slog.Logger) (string, error) {
 	if len(vaultIDs) == 0 {
 		return "", nil
@@ -29,9 +30,9 @@ func BearerToken(ctx context.Context, v Vaults, it *Item, vaultIDs []string, ser
 	switch {
 	case errors.Is(err, vault.ErrBadVaultID), errors.Is(err, vault.ErrVaultNotFound),
 		errors.Is(err, vault.ErrVaultMalformed), errors.Is(err, vault.ErrBadURL):
-		return "", Errorf(InvalidRequest, err, "vault_ids")
+		return "", wire.Errorf(wire.InvalidRequest, err, "vault_ids")
 	case err != nil:
-		return "", Errorf(Internal, err, "the vault lookup failed")
+		return "", wire.Errorf(wire.Internal, err, "the vault lookup failed")
 	}
 	for _, hint := range m.Hints {
 		log.LogAttrs(ctx, slog.LevelWarn, "credential hint",

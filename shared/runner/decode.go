@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Request limits (docs/contract.md). A body over MaxRequestBytes, nested
@@ -26,8 +28,8 @@ const (
 // exactly: its field names match v's json tags case for case; unknown and
 // duplicate fields, trailing data, invalid UTF-8 (lone surrogate escapes
 // included), and bodies over MaxRequestBytes or nested deeper than
-// MaxRequestDepth are refused. Every failure is an *Error of type
-// InvalidRequest whose message names the field at fault, where one is.
+// MaxRequestDepth are refused. Every failure is a *wire.Error of type
+// wire.InvalidRequest whose message names the field at fault, where one is.
 func Decode(body []byte, v any) error {
 	keys, err := checkBody(body)
 	if err != nil {
@@ -35,7 +37,7 @@ func Decode(body []byte, v any) error {
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return Errorf(InvalidRequest, nil, "the request must be a JSON object")
+		return wire.Errorf(wire.InvalidRequest, nil, "the request must be a JSON object")
 	}
 	if err := exactNames(keys, v); err != nil {
 		return err
@@ -43,10 +45,10 @@ func Decode(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Errorf(InvalidRequest, nil, "%s", describeJSONError(err))
+		return wire.Errorf(wire.InvalidRequest, nil, "%s", describeJSONError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Errorf(InvalidRequest, nil, "unexpected data after the request object")
+		return wire.Errorf(wire.InvalidRequest, nil, "unexpected data after the request object")
 	}
 	return nil
 }
@@ -74,7 +76,7 @@ func exactNames(keys []string, v any) error {
 	}
 	for _, k := range keys {
 		if !names[k] {
-			return Errorf(InvalidRequest, nil, "unknown field %q", k)
+			return wire.Errorf(wire.InvalidRequest, nil, "unknown field %q", k)
 		}
 	}
 	return nil
@@ -106,11 +108,11 @@ func describeJSONError(err error) string {
 // malformed input it may pass.
 func checkBody(body []byte) ([]string, error) {
 	if len(body) > MaxRequestBytes {
-		return nil, Errorf(InvalidRequest, nil, "the request is %d bytes, at most %d", len(body), MaxRequestBytes)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "the request is %d bytes, at most %d", len(body), MaxRequestBytes)
 	}
 	s := scanner{body: body, seen: map[string]bool{}}
 	if err := s.run(); err != nil {
-		return nil, Errorf(InvalidRequest, nil, "%s", err)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "%s", err)
 	}
 	return s.keys, nil
 }
@@ -299,14 +301,14 @@ func sqsEvent(payload []byte) (*events.SQSEvent, error) {
 	}
 	var ev events.SQSEvent
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		return nil, Errorf(InvalidRequest, nil, "malformed SQS event: %s", describeJSONError(err))
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "malformed SQS event: %s", describeJSONError(err))
 	}
 	for i, r := range ev.Records {
 		if r.EventSource != "aws:sqs" {
-			return nil, Errorf(InvalidRequest, nil, "record %d: event source %q, want aws:sqs", i, r.EventSource)
+			return nil, wire.Errorf(wire.InvalidRequest, nil, "record %d: event source %q, want aws:sqs", i, r.EventSource)
 		}
 		if r.MessageId == "" {
-			return nil, Errorf(InvalidRequest, nil, "record %d: no messageId", i)
+			return nil, wire.Errorf(wire.InvalidRequest, nil, "record %d: no messageId", i)
 		}
 	}
 	return &ev, nil

@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 type sample struct {
@@ -63,12 +65,12 @@ func TestDecode(t *testing.T) {
 				}
 				return
 			}
-			var we *Error
+			var we *wire.Error
 			if !errors.As(err, &we) {
 				t.Fatalf("Decode error = %v, want *Error", err)
 			}
-			if we.Type != InvalidRequest || we.Message != tt.wantErr {
-				t.Errorf("Decode error = %s %q, want %s %q", we.Type, we.Message, InvalidRequest, tt.wantErr)
+			if we.Type != wire.InvalidRequest || we.Message != tt.wantErr {
+				t.Errorf("Decode error = %s %q, want %s %q", we.Type, we.Message, wire.InvalidRequest, tt.wantErr)
 			}
 		})
 	}
@@ -115,8 +117,8 @@ func TestSQSEventShape(t *testing.T) {
 				t.Fatalf("sqsEvent error = %v, want error %t", err, tt.wantError)
 			}
 			if err != nil {
-				if TypeOf(err) != InvalidRequest {
-					t.Errorf("error type = %s, want %s", TypeOf(err), InvalidRequest)
+				if wire.TypeOf(err) != wire.InvalidRequest {
+					t.Errorf("error type = %s, want %s", wire.TypeOf(err), wire.InvalidRequest)
 				}
 				return
 			}

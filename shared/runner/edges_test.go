@@ -1,4 +1,4 @@
-package work_test
+package runner_test
 
 import (
 	"context"
@@ -17,15 +17,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // TestInvokeTakesTheRawPayload: what the Lambda runtime could not decode
 // reaches the runner and gets invalid_request_error, not a runtime error.
 func TestInvokeTakesTheRawPayload(t *testing.T) {
-	f := newFixture(t, work.Config{})
-	ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+	f := newFixture(t, runner.Config{})
+	ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 	defer cancel()
 	for name, payload := range map[string]string{
 		"not JSON":           "hello",
@@ -53,16 +54,16 @@ func TestInvokeTakesTheRawPayload(t *testing.T) {
 // TestTaskTokenLimit: a task_token past Step Functions' 2,048 characters is
 // refused before the processor runs, and nothing is reported to it.
 func TestTaskTokenLimit(t *testing.T) {
-	f := newFixture(t, work.Config{DLQURL: dlqURL})
-	ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+	f := newFixture(t, runner.Config{DLQURL: dlqURL})
+	ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 	defer cancel()
-	long := strings.Repeat("t", work.MaxTaskToken+1)
+	long := strings.Repeat("t", runner.MaxTaskToken+1)
 
 	_, err := f.runner.Handle(ctx, json.RawMessage(body("ok", "task_token", long)))
 	if got := errorType(err); got != "invalid_request_error" || !strings.Contains(err.Error(), `field \"task_token\": 2049 characters, at most 2048`) && !strings.Contains(err.Error(), `field "task_token": 2049 characters`) {
 		t.Errorf("direct: error %v, want invalid_request_error naming task_token", err)
 	}
-	out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(body("ok", "task_token", long))))
+	out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(body("ok", "task_token", long))))
 	if err != nil || len(failures(t, out)) != 0 {
 		t.Fatalf("SQS: Handle = %v, %v", out, err)
 	}
@@ -76,7 +77,7 @@ func TestTaskTokenLimit(t *testing.T) {
 		t.Errorf("reported %+v to a token Step Functions would refuse", r)
 	}
 
-	atLimit := strings.Repeat("t", work.MaxTaskToken)
+	atLimit := strings.Repeat("t", runner.MaxTaskToken)
 	if _, err := f.runner.Handle(ctx, json.RawMessage(body("ok", "task_token", atLimit))); err != nil {
 		t.Fatal(err)
 	}
@@ -90,19 +91,19 @@ func TestTaskTokenLimit(t *testing.T) {
 // calls, and none fails for it.
 func TestMemoryBudgetBoundsItemsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, work.Config{Concurrency: 10, MemoryBudget: 2*work.ItemBytes + 1})
+		f := newFixture(t, runner.Config{Concurrency: 10, MemoryBudget: 2*runner.ItemBytes + 1})
 		var bodies []string
 		for range 10 {
 			bodies = append(bodies, body("ok", "sleep", "1s"))
 		}
-		ctx, cancel := worktest.Context(t.Context(), "req-1", time.Hour)
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Hour)
 		defer cancel()
 		done := make(chan error, 1)
 		go func() {
 			_, err := f.runner.Handle(ctx, json.RawMessage(body("ok", "sleep", "1s")))
 			done <- err
 		}()
-		out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(bodies...)))
+		out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(bodies...)))
 		if err != nil || len(failures(t, out)) != 0 {
 			t.Fatalf("Handle = %v, %v", out, err)
 		}
@@ -122,10 +123,10 @@ func TestMemoryBudgetBoundsItemsInFlight(t *testing.T) {
 // useful budget is left comes back unstarted, without failing.
 func TestMemoryBudgetWaitEndsInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, work.Config{Concurrency: 10, MemoryBudget: work.ItemBytes, Reserve: time.Second, MinBudget: time.Second})
-		ctx, cancel := worktest.Context(t.Context(), "req-1", 10*time.Second)
+		f := newFixture(t, runner.Config{Concurrency: 10, MemoryBudget: runner.ItemBytes, Reserve: time.Second, MinBudget: time.Second})
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", 10*time.Second)
 		defer cancel()
-		out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(body("ok", "sleep", "8500ms"), body("ok", "sleep", "8500ms"))))
+		out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(body("ok", "sleep", "8500ms"), body("ok", "sleep", "8500ms"))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,11 +143,11 @@ func TestMemoryBudgetWaitEndsInTime(t *testing.T) {
 
 // hang is a processor whose operation ends at once or at its deadline
 // ("op": "full") and whose work after it (a store write) never answers.
-func hang(ctx context.Context, it *work.Item) (any, error) {
+func hang(ctx context.Context, it *runner.Item) (any, error) {
 	var s struct {
 		Kind string `json:"kind"`
 	}
-	if err := work.Decode(it.Body, &s); err != nil {
+	if err := runner.Decode(it.Body, &s); err != nil {
 		return nil, err
 	}
 	octx, cancel := it.OperationContext(ctx)
@@ -158,7 +159,7 @@ func hang(ctx context.Context, it *work.Item) (any, error) {
 		return "stored", nil
 	}
 	<-ctx.Done() // the store never answers
-	return nil, work.Errorf(work.Internal, ctx.Err(), "the catalog store failed")
+	return nil, wire.Errorf(wire.Internal, ctx.Err(), "the catalog store failed")
 }
 
 // TestReserveBoundsTheWorkAfterTheOperation: a store that never answers
@@ -179,16 +180,16 @@ func TestReserveBoundsTheWorkAfterTheOperation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				logs := &worktest.Lines{}
-				r, err := work.NewRunner(work.Config{Function: "test", Reserve: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: &worktest.Lines{}},
-					work.ProcessorFunc(hang))
+				logs := &runnertest.Lines{}
+				r, err := runner.NewRunner(runner.Config{Function: "test", Reserve: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: &runnertest.Lines{}},
+					runner.ProcessorFunc(hang))
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := worktest.Context(t.Context(), "req-1", tt.timeout)
+				ctx, cancel := runnertest.Context(t.Context(), "req-1", tt.timeout)
 				defer cancel()
 				start := time.Now()
-				out, err := r.Handle(ctx, worktest.Payload(worktest.SQSEvent(body("ok"), body(tt.kind), body("ok"))))
+				out, err := r.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(body("ok"), body(tt.kind), body("ok"))))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -223,15 +224,15 @@ func (s *stuckTasks) SendTaskFailure(ctx context.Context, _ *sfn.SendTaskFailure
 func TestReserveBoundsReporting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tasks := &stuckTasks{}
-		r, err := work.NewRunner(work.Config{Function: "test", Reserve: 5 * time.Second, Tasks: tasks, Logger: slog.New(slog.DiscardHandler), Metrics: &worktest.Lines{}},
-			work.ProcessorFunc(hang))
+		r, err := runner.NewRunner(runner.Config{Function: "test", Reserve: 5 * time.Second, Tasks: tasks, Logger: slog.New(slog.DiscardHandler), Metrics: &runnertest.Lines{}},
+			runner.ProcessorFunc(hang))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := worktest.Context(t.Context(), "req-1", time.Hour)
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Hour)
 		defer cancel()
 		start := time.Now()
-		out, err := r.Handle(ctx, worktest.Payload(worktest.SQSEvent(body("ok", "task_token", "tok"))))
+		out, err := r.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(body("ok", "task_token", "tok"))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,18 +248,18 @@ func TestReserveBoundsReporting(t *testing.T) {
 // TestRefusedURLsAreScrubbedFromTheFirstByte: a server URL refused before
 // any dial reaches no message with its path, query or userinfo.
 func TestRefusedURLsAreScrubbedFromTheFirstByte(t *testing.T) {
-	check := func(ctx context.Context, it *work.Item) (any, error) {
+	check := func(ctx context.Context, it *runner.Item) (any, error) {
 		var req struct {
 			ServerURL string `json:"server_url"`
 			TaskToken string `json:"task_token"`
 		}
-		if err := work.Decode(it.Body, &req); err != nil {
+		if err := runner.Decode(it.Body, &req); err != nil {
 			return nil, err
 		}
-		if _, err := work.CheckServerURL(req.ServerURL, guard.Default()); err != nil {
+		if _, err := wire.CheckServerURL(req.ServerURL, guard.Default()); err != nil {
 			return nil, fmt.Errorf("%w (checking %s)", err, req.ServerURL)
 		}
-		return nil, work.Errorf(work.ConnectionFailed, errors.New("dial "+req.ServerURL+": refused"), "could not connect")
+		return nil, wire.Errorf(wire.ConnectionFailed, errors.New("dial "+req.ServerURL+": refused"), "could not connect")
 	}
 	urls := map[string]string{
 		"plain http":    "http://mcp.example.com/sk-path-secret/x?key=q-secret",
@@ -273,13 +274,13 @@ func TestRefusedURLsAreScrubbedFromTheFirstByte(t *testing.T) {
 	}
 	for name, u := range urls {
 		t.Run(name, func(t *testing.T) {
-			logs, metrics, queue, tasks := &worktest.Lines{}, &worktest.Lines{}, &worktest.Queue{}, &worktest.Tasks{}
-			r, err := work.NewRunner(work.Config{Function: "test", DLQURL: dlqURL, Queue: queue, Tasks: tasks,
-				Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: metrics}, work.ProcessorFunc(check))
+			logs, metrics, queue, tasks := &runnertest.Lines{}, &runnertest.Lines{}, &runnertest.Queue{}, &runnertest.Tasks{}
+			r, err := runner.NewRunner(runner.Config{Function: "test", DLQURL: dlqURL, Queue: queue, Tasks: tasks,
+				Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: metrics}, runner.ProcessorFunc(check))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 			defer cancel()
 			req := func(extra string) string {
 				b, _ := json.Marshal(u)
@@ -290,7 +291,7 @@ func TestRefusedURLsAreScrubbedFromTheFirstByte(t *testing.T) {
 			seen = append(seen, fmt.Sprint(err))
 			_, err = r.Handle(ctx, json.RawMessage(req(`,"task_token":"tok"`)))
 			seen = append(seen, fmt.Sprint(err))
-			if _, err := r.Handle(ctx, worktest.Payload(worktest.SQSEvent(req("")))); err != nil {
+			if _, err := r.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(req("")))); err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range queue.Sent() {

@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Source is where a work item came from.
@@ -62,7 +64,7 @@ type replacement struct {
 // newItem is a work item for body, scrubbing from its first byte: the
 // server_url it names is registered with Scrub before anything checks it.
 // A task_token longer than MaxTaskToken is not kept: the item fails with
-// InvalidRequest and nothing is reported to it.
+// wire.InvalidRequest and nothing is reported to it.
 func newItem(id, reqID string, src Source, body []byte) *Item {
 	it := &Item{ID: id, RequestID: reqID, Source: src, Body: body}
 	p := peekBody(body)
@@ -70,7 +72,7 @@ func newItem(id, reqID string, src Source, body []byte) *Item {
 		it.scrubRawServer(p.ServerURL)
 	}
 	if n := utf8.RuneCountInString(p.TaskToken); n > MaxTaskToken {
-		it.badToken = Errorf(InvalidRequest, nil, "field \"task_token\": %d characters, at most %d", n, MaxTaskToken)
+		it.badToken = wire.Errorf(wire.InvalidRequest, nil, "field \"task_token\": %d characters, at most %d", n, MaxTaskToken)
 	} else {
 		it.TaskToken = p.TaskToken
 	}
@@ -253,15 +255,15 @@ func (it *Item) scrub(s string, tokensOnly bool) string {
 }
 
 // PublicMessage is what a caller may see about err, scrubbed: an *Error's
-// message and cause, but for Internal only the message and the request id.
+// message and cause, but for wire.Internal only the message and the request id.
 func (it *Item) PublicMessage(err error) string {
-	var we *Error
+	var we *wire.Error
 	if !errors.As(err, &we) {
 		return "internal error (request id " + it.RequestID + ")"
 	}
 	msg := we.Message
 	switch {
-	case we.Type == Internal:
+	case we.Type == wire.Internal:
 		msg += " (request id " + it.RequestID + ")"
 	case we.Err != nil:
 		msg += ": " + we.Err.Error()

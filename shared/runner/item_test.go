@@ -1,11 +1,11 @@
-package work_test
+package runner_test
 
 import (
 	"encoding/base64"
 	"net/url"
 	"testing"
 
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // TestScrub: the server URL leaves a message as its origin, whatever part
@@ -46,7 +46,7 @@ func TestScrub(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			it := &work.Item{}
+			it := &runner.Item{}
 			it.AddSecret("tok-123")
 			it.SetServer(u)
 			if got := it.Scrub(tt.in); got != tt.want {
@@ -60,7 +60,7 @@ func TestScrub(t *testing.T) {
 // may quote it in.
 func TestAddSecretEncodings(t *testing.T) {
 	const tok = "sk/tok+en=\"1\""
-	it := &work.Item{}
+	it := &runner.Item{}
 	it.AddSecret(tok)
 	for _, form := range []string{
 		tok,
@@ -79,7 +79,7 @@ func TestAddSecretEncodings(t *testing.T) {
 // TestScrubSecretsLeavesTheURL: a tool's own text keeps the server's path;
 // only the credential goes.
 func TestScrubSecretsLeavesTheURL(t *testing.T) {
-	it := &work.Item{}
+	it := &runner.Item{}
 	u, _ := url.Parse("https://mcp.example.com/mcp")
 	it.SetServer(u)
 	it.AddSecret("tok-123")

@@ -1,4 +1,4 @@
-package work_test
+package runner_test
 
 import (
 	"context"
@@ -19,8 +19,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 const childEnv = "MCPFN_WORK_LAMBDA_CHILD"
@@ -31,16 +32,16 @@ func TestLambdaChild(t *testing.T) {
 	if os.Getenv(childEnv) != "1" {
 		return
 	}
-	r, err := work.NewRunner(work.Config{Function: "child", Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard},
-		work.ProcessorFunc(func(ctx context.Context, it *work.Item) (any, error) {
+	r, err := runner.NewRunner(runner.Config{Function: "child", Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard},
+		runner.ProcessorFunc(func(ctx context.Context, it *runner.Item) (any, error) {
 			var s script
-			if err := work.Decode(it.Body, &s); err != nil {
+			if err := runner.Decode(it.Body, &s); err != nil {
 				return nil, err
 			}
 			if s.Kind == "ok" {
 				return map[string]string{"item": it.ID}, nil
 			}
-			return nil, work.Errorf(work.ErrorType(s.Kind), nil, "%s happened", s.Kind)
+			return nil, wire.Errorf(wire.ErrorType(s.Kind), nil, "%s happened", s.Kind)
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestLambdaReportsTheWireType(t *testing.T) {
 			body("mcp_authentication_failed_error"),
 			`{"kind":"ok","surprise":1}`,
 			body("ok"),
-			string(worktest.Payload(worktest.SQSEvent(body("ok"), body("mcp_connection_failed_error")))),
+			string(runnertest.Payload(runnertest.SQSEvent(body("ok"), body("mcp_connection_failed_error")))),
 			`not JSON`,
 			`{"kind":"ok","KIND":"x"}`,
 		},

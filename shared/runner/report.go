@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Outcome is how a work item ended; it prints as the word logs carry.
@@ -59,7 +61,7 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 		slog.String("server", it.server),
 		slog.String("protocol_version", it.protocol),
 		slog.String("outcome", o.String()),
-		slog.String("error_type", string(TypeOf(err))),
+		slog.String("error_type", string(wire.TypeOf(err))),
 		slog.Int("requests", it.requests),
 		slog.Int64("response_bytes", it.bytes),
 		slog.Int64("duration_ms", elapsed.Milliseconds()),
@@ -71,7 +73,7 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.String("error", it.Scrub(err.Error())))
 		level = slog.LevelWarn
-		if TypeOf(err) == Internal {
+		if wire.TypeOf(err) == wire.Internal {
 			level = slog.LevelError
 		}
 	}
@@ -79,7 +81,7 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 		level = max(level, slog.LevelWarn)
 	}
 	r.cfg.Logger.LogAttrs(context.Background(), level, "work item", attrs...)
-	r.metrics.emit(r.cfg.Now(), o, TypeOf(err), elapsed, bytes)
+	r.metrics.emit(r.cfg.Now(), o, wire.TypeOf(err), elapsed, bytes)
 }
 
 // Namespace is the CloudWatch namespace of the metrics.
@@ -87,7 +89,7 @@ const Namespace = "mcpfn"
 
 // metrics writes one CloudWatch Embedded Metric Format line per work item:
 // WorkItems, Duration and ResponseBytes by Function; NotStarted by Function;
-// Failures by Function and ErrorType.
+// Failures by Function and wire.ErrorType.
 type metrics struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -110,7 +112,7 @@ type emfMeta struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-func (m *metrics) emit(now time.Time, o Outcome, t ErrorType, d time.Duration, bytes int64) {
+func (m *metrics) emit(now time.Time, o Outcome, t wire.ErrorType, d time.Duration, bytes int64) {
 	doc := map[string]any{
 		"Function":      m.function,
 		"Outcome":       o.String(),

@@ -1,4 +1,4 @@
-package work
+package runner
 
 import (
 	"bytes"
@@ -22,10 +22,13 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Processor does one work item. It returns the result (anything that
-// marshals to JSON) or an error whose wire type TypeOf reports. It bounds
+// marshals to JSON) or an error whose wire type wire.TypeOf reports. It bounds
 // its MCP work with it.OperationContext(ctx).
 type Processor interface {
 	Process(ctx context.Context, it *Item) (any, error)
@@ -52,6 +55,11 @@ var (
 	_ QueueAPI = (*sqs.Client)(nil)
 	_ TaskAPI  = (*sfn.Client)(nil)
 )
+
+// ItemBytes is the most one work item holds: its connection's
+// mcp.MaxResponseBytes as decoded, stored and rendered. It is the share of
+// Config.MemoryBudget an item takes.
+const ItemBytes = 4 * mcp.MaxResponseBytes
 
 // Defaults for a zero Config.
 const (
@@ -190,7 +198,7 @@ func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, messages.InvokeResponse_Error{Type: string(Internal), Message: "internal error: the result does not marshal"}
+		return nil, messages.InvokeResponse_Error{Type: string(wire.Internal), Message: "internal error: the result does not marshal"}
 	}
 	return buf.Bytes(), nil
 }
@@ -234,7 +242,7 @@ func (r *Runner) acquire(ctx context.Context) error {
 	case r.slots <- struct{}{}:
 		return nil
 	case <-wctx.Done():
-		return Errorf(Internal, wctx.Err(), "not started: no slot came free while a budget of %s was left", r.cfg.MinBudget)
+		return wire.Errorf(wire.Internal, wctx.Err(), "not started: no slot came free while a budget of %s was left", r.cfg.MinBudget)
 	}
 }
 
@@ -256,9 +264,9 @@ func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any,
 	case !started:
 		r.summarize(it, start, NotStarted, err)
 		return nil, r.wireError(it, err)
-	case it.TaskToken != "" && !mustRequeue(err):
+	case it.TaskToken != "" && !wire.MustRequeue(err):
 		if rerr := r.report(ctx, it, start, v, err); rerr != nil {
-			return nil, r.wireError(it, Errorf(Internal, rerr, "could not report the outcome to Step Functions"))
+			return nil, r.wireError(it, wire.Errorf(wire.Internal, rerr, "could not report the outcome to Step Functions"))
 		}
 		if err != nil {
 			return nil, nil
@@ -318,7 +326,7 @@ func (r *Runner) record(ctx context.Context, it *Item, rec events.SQSMessage) bo
 	case !started:
 		r.summarize(it, start, NotStarted, err)
 		return false
-	case mustRequeue(err):
+	case wire.MustRequeue(err):
 		r.summarize(it, start, Requeued, err)
 		return false
 	case it.TaskToken != "":
@@ -326,7 +334,7 @@ func (r *Runner) record(ctx context.Context, it *Item, rec events.SQSMessage) bo
 	case err == nil:
 		r.summarize(it, start, Succeeded, nil)
 		return true
-	case Permanent(err) && r.cfg.DLQURL != "":
+	case wire.Permanent(err) && r.cfg.DLQURL != "":
 		if derr := r.deadLetter(ctx, it, rec, err); derr != nil {
 			r.summarize(it, start, DeadLetterFailed, errors.Join(err, derr))
 			return false
@@ -339,7 +347,7 @@ func (r *Runner) record(ctx context.Context, it *Item, rec events.SQSMessage) bo
 }
 
 // run gives it its budget and processes it, unless the budget is below
-// MinBudget. A panic in the processor is an Internal error.
+// MinBudget. A panic in the processor is a wire.Internal error.
 func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err error) {
 	now := r.cfg.Now()
 	budget := r.cfg.OperationTimeout
@@ -347,7 +355,7 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 		budget = min(budget, d.Sub(now)-r.cfg.Reserve)
 	}
 	if budget < r.cfg.MinBudget || ctx.Err() != nil {
-		return nil, false, Errorf(Internal, nil, "not started: a budget of %s is below the minimum %s (reserve %s)",
+		return nil, false, wire.Errorf(wire.Internal, nil, "not started: a budget of %s is below the minimum %s (reserve %s)",
 			max(budget, 0).Round(time.Millisecond), r.cfg.MinBudget, r.cfg.Reserve)
 	}
 	it.Deadline = now.Add(budget)
@@ -358,7 +366,7 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			v, started, err = nil, true, Errorf(Internal, fmt.Errorf("panic: %v", p), "internal error")
+			v, started, err = nil, true, wire.Errorf(wire.Internal, fmt.Errorf("panic: %v", p), "internal error")
 		}
 	}()
 	v, err = r.proc.Process(pctx, it)
@@ -418,11 +426,11 @@ func (r *Runner) reportTask(ctx context.Context, it *Item, v any, err error) err
 			_, serr := r.cfg.Tasks.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(it.TaskToken), Output: aws.String(string(out))})
 			return serr
 		}
-		err = Errorf(Internal, merr, "internal error: the result does not marshal")
+		err = wire.Errorf(wire.Internal, merr, "internal error: the result does not marshal")
 	}
 	_, serr := r.cfg.Tasks.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{
 		TaskToken: aws.String(it.TaskToken),
-		Error:     aws.String(string(TypeOf(err))),
+		Error:     aws.String(string(wire.TypeOf(err))),
 		Cause:     aws.String(truncate(r.publicMessage(it, err), maxTaskCause)),
 	})
 	return serr
@@ -433,7 +441,7 @@ func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage
 		QueueUrl:    aws.String(r.cfg.DLQURL),
 		MessageBody: aws.String(rec.Body),
 		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-			"mcpfn.error_type":        stringAttr(string(TypeOf(err))),
+			"mcpfn.error_type":        stringAttr(string(wire.TypeOf(err))),
 			"mcpfn.error_message":     stringAttr(truncate(r.publicMessage(it, err), maxErrorAttr)),
 			"mcpfn.source_message_id": stringAttr(rec.MessageId),
 		},
@@ -462,7 +470,7 @@ func stringAttr(s string) sqstypes.MessageAttributeValue {
 // wireError is what a direct invocation returns for err: aws-lambda-go
 // reports a returned messages.InvokeResponse_Error value as given.
 func (r *Runner) wireError(it *Item, err error) error {
-	return messages.InvokeResponse_Error{Type: string(TypeOf(err)), Message: r.publicMessage(it, err)}
+	return messages.InvokeResponse_Error{Type: string(wire.TypeOf(err)), Message: r.publicMessage(it, err)}
 }
 
 // publicMessage is what a caller may see about err: see Item.PublicMessage.

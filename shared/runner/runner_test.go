@@ -1,4 +1,4 @@
-package work_test
+package runner_test
 
 import (
 	"context"
@@ -25,8 +25,9 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfn/mcpfn/shared/work"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 const dlqURL = "http://127.0.0.1:1/000000000000/mcpfn-test-dlq"
@@ -34,11 +35,11 @@ const dlqURL = "http://127.0.0.1:1/000000000000/mcpfn-test-dlq"
 // fixture is a runner over a scripted processor: a body's "kind" says what
 // the item does (see process).
 type fixture struct {
-	runner  *work.Runner
-	tasks   *worktest.Tasks
-	queue   *worktest.Queue
-	logs    *worktest.Lines
-	metrics *worktest.Lines
+	runner  *runner.Runner
+	tasks   *runnertest.Tasks
+	queue   *runnertest.Queue
+	logs    *runnertest.Lines
+	metrics *runnertest.Lines
 	started atomic.Int32
 	active  atomic.Int32
 	peak    atomic.Int32
@@ -50,7 +51,7 @@ type script struct {
 	TaskToken string `json:"task_token"`
 }
 
-func (f *fixture) process(ctx context.Context, it *work.Item) (any, error) {
+func (f *fixture) process(ctx context.Context, it *runner.Item) (any, error) {
 	f.started.Add(1)
 	n := f.active.Add(1)
 	defer f.active.Add(-1)
@@ -61,7 +62,7 @@ func (f *fixture) process(ctx context.Context, it *work.Item) (any, error) {
 		}
 	}
 	var s script
-	if err := work.Decode(it.Body, &s); err != nil {
+	if err := runner.Decode(it.Body, &s); err != nil {
 		return nil, err
 	}
 	u, _ := url.Parse("https://mcp.example.com/mcp?key=query-secret")
@@ -75,7 +76,7 @@ func (f *fixture) process(ctx context.Context, it *work.Item) (any, error) {
 		select {
 		case <-time.After(d):
 		case <-octx.Done():
-			return nil, work.Errorf(work.ConnectionFailed, octx.Err(), "slow")
+			return nil, wire.Errorf(wire.ConnectionFailed, octx.Err(), "slow")
 		}
 	}
 	switch s.Kind {
@@ -86,16 +87,16 @@ func (f *fixture) process(ctx context.Context, it *work.Item) (any, error) {
 	}
 	switch s.Kind {
 	case "final":
-		return nil, &work.Error{Type: work.ConnectionFailed, Message: "replayed", Final: true}
+		return nil, &wire.Error{Type: wire.ConnectionFailed, Message: "replayed", Final: true}
 	case "in_progress":
-		return nil, &work.Error{Type: work.Internal, Message: "another delivery is in progress", Requeue: true}
+		return nil, &wire.Error{Type: wire.Internal, Message: "another delivery is in progress", Requeue: true}
 	}
-	return nil, work.Errorf(work.ErrorType(s.Kind), errors.New("cause mentions https://mcp.example.com/mcp?key=query-secret and token-secret"), "%s happened", s.Kind)
+	return nil, wire.Errorf(wire.ErrorType(s.Kind), errors.New("cause mentions https://mcp.example.com/mcp?key=query-secret and token-secret"), "%s happened", s.Kind)
 }
 
-func newFixture(t *testing.T, cfg work.Config) *fixture {
+func newFixture(t *testing.T, cfg runner.Config) *fixture {
 	t.Helper()
-	f := &fixture{tasks: &worktest.Tasks{}, queue: &worktest.Queue{}, logs: &worktest.Lines{}, metrics: &worktest.Lines{}}
+	f := &fixture{tasks: &runnertest.Tasks{}, queue: &runnertest.Queue{}, logs: &runnertest.Lines{}, metrics: &runnertest.Lines{}}
 	if cfg.Function == "" {
 		cfg.Function = "test"
 	}
@@ -103,7 +104,7 @@ func newFixture(t *testing.T, cfg work.Config) *fixture {
 	cfg.Queue = f.queue
 	cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, nil))
 	cfg.Metrics = f.metrics
-	r, err := work.NewRunner(cfg, work.ProcessorFunc(f.process))
+	r, err := runner.NewRunner(cfg, runner.ProcessorFunc(f.process))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +186,8 @@ func TestDirect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, work.Config{})
-			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			f := newFixture(t, runner.Config{})
+			ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 			defer cancel()
 			got, err := f.runner.Handle(ctx, json.RawMessage(tt.body))
 			if tt.wantErr != nil {
@@ -220,23 +221,23 @@ func TestDirectTaskToken(t *testing.T) {
 		fail    error
 		want    any
 		wantErr string // wire type of the invocation's error
-		reports []worktest.TaskReport
+		reports []runnertest.TaskReport
 	}{
 		{
 			name:    "success goes to the task and is returned",
 			body:    body("ok", "task_token", "tok-1"),
 			want:    map[string]string{"item": "req-1"},
-			reports: []worktest.TaskReport{{TaskToken: "tok-1", Output: json.RawMessage(`{"item":"req-1"}`)}},
+			reports: []runnertest.TaskReport{{TaskToken: "tok-1", Output: json.RawMessage(`{"item":"req-1"}`)}},
 		},
 		{
 			name:    "failure goes to the task; the invocation succeeds",
 			body:    body("mcp_authentication_failed_error", "task_token", "tok-1"),
-			reports: []worktest.TaskReport{{TaskToken: "tok-1", Error: "mcp_authentication_failed_error", Cause: "mcp_authentication_failed_error happened: cause mentions https://mcp.example.com and [redacted]"}},
+			reports: []runnertest.TaskReport{{TaskToken: "tok-1", Error: "mcp_authentication_failed_error", Cause: "mcp_authentication_failed_error happened: cause mentions https://mcp.example.com and [redacted]"}},
 		},
 		{
 			name:    "a malformed body still fails its task",
 			body:    `{"task_token":"tok-1","unknown":true}`,
-			reports: []worktest.TaskReport{{TaskToken: "tok-1", Error: "invalid_request_error", Cause: `unknown field "unknown"`}},
+			reports: []runnertest.TaskReport{{TaskToken: "tok-1", Error: "invalid_request_error", Cause: `unknown field "unknown"`}},
 		},
 		{
 			name:    "a failed report fails the invocation",
@@ -258,9 +259,9 @@ func TestDirectTaskToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, work.Config{})
+			f := newFixture(t, runner.Config{})
 			f.tasks.Fail = tt.fail
-			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 			defer cancel()
 			got, err := f.runner.Handle(ctx, json.RawMessage(tt.body))
 			if gotType := errorType(err); gotType != tt.wantErr {
@@ -290,8 +291,8 @@ func errorType(err error) string {
 // TestBatchMixed is the batch contract: exactly the retryable records come
 // back, permanent ones go to the DLQ, task tokens get their outcome.
 func TestBatchMixed(t *testing.T) {
-	f := newFixture(t, work.Config{DLQURL: dlqURL})
-	ev := worktest.SQSEvent(
+	f := newFixture(t, runner.Config{DLQURL: dlqURL})
+	ev := runnertest.SQSEvent(
 		body("ok"), // msg-0
 		body("invalid_request_error"),
 		body("mcp_egress_denied_error"),
@@ -303,9 +304,9 @@ func TestBatchMixed(t *testing.T) {
 		body("mcp_connection_failed_error", "task_token", "tok-8"),
 		body("ok", "task_token", "tok-9"),
 	)
-	ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+	ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 	defer cancel()
-	out, err := f.runner.Handle(ctx, worktest.Payload(ev))
+	out, err := f.runner.Handle(ctx, runnertest.Payload(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestBatchMixed(t *testing.T) {
 	if diff := cmp.Diff(wantDead, dead); diff != "" {
 		t.Errorf("dead-lettered (-want +got):\n%s", diff)
 	}
-	wantReports := []worktest.TaskReport{
+	wantReports := []runnertest.TaskReport{
 		{TaskToken: "tok-8", Error: "mcp_connection_failed_error", Cause: "mcp_connection_failed_error happened: cause mentions https://mcp.example.com and [redacted]"},
 		{TaskToken: "tok-9", Output: json.RawMessage(`{"item":"msg-9"}`)},
 	}
@@ -382,12 +383,12 @@ func TestBatchReportingFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, work.Config{DLQURL: tt.dlq})
+			f := newFixture(t, runner.Config{DLQURL: tt.dlq})
 			f.queue.Fail = tt.queueFail
 			f.tasks.Fail = tt.tasksFail
-			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 			defer cancel()
-			out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(tt.body)))
+			out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(tt.body)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,8 +439,8 @@ func TestClosedTask(t *testing.T) {
 				fmt.Fprintf(w, `{"__type":"com.amazonaws.swf.service.v2.model#%s","message":"Provided task does not exist anymore"}`, tt.code)
 			}))
 			t.Cleanup(srv.Close)
-			logs := &worktest.Lines{}
-			r, err := work.NewRunner(work.Config{
+			logs := &runnertest.Lines{}
+			r, err := runner.NewRunner(runner.Config{
 				Function: "test",
 				Tasks: sfn.New(sfn.Options{
 					Region:       "us-east-1",
@@ -449,13 +450,13 @@ func TestClosedTask(t *testing.T) {
 				}),
 				Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 				Metrics: io.Discard,
-			}, work.ProcessorFunc((&fixture{}).process))
+			}, runner.ProcessorFunc((&fixture{}).process))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+			ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 			defer cancel()
-			out, err := r.Handle(ctx, worktest.Payload(worktest.SQSEvent(tt.body)))
+			out, err := r.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(tt.body)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,14 +481,14 @@ func TestClosedTask(t *testing.T) {
 // and a 1 s reserve: the third pair starts at 9 s with no budget left.
 func TestBatchDeadlineTooShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, work.Config{Concurrency: 2, Reserve: time.Second, MinBudget: time.Second})
+		f := newFixture(t, runner.Config{Concurrency: 2, Reserve: time.Second, MinBudget: time.Second})
 		var bodies []string
 		for range 6 {
 			bodies = append(bodies, body("ok", "sleep", "4.5s"))
 		}
-		ctx, cancel := worktest.Context(t.Context(), "req-1", 10*time.Second)
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", 10*time.Second)
 		defer cancel()
-		out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(bodies...)))
+		out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(bodies...)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,17 +528,17 @@ func TestBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var got time.Duration
-				r, err := work.NewRunner(work.Config{
+				r, err := runner.NewRunner(runner.Config{
 					Function: "test", OperationTimeout: tt.op, Reserve: 5 * time.Second,
-					Logger: slog.New(slog.DiscardHandler), Metrics: &worktest.Lines{},
-				}, work.ProcessorFunc(func(ctx context.Context, it *work.Item) (any, error) {
+					Logger: slog.New(slog.DiscardHandler), Metrics: &runnertest.Lines{},
+				}, runner.ProcessorFunc(func(ctx context.Context, it *runner.Item) (any, error) {
 					got = time.Until(it.Deadline)
 					return "ok", nil
 				}))
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := worktest.Context(t.Context(), "req-1", tt.timeout)
+				ctx, cancel := runnertest.Context(t.Context(), "req-1", tt.timeout)
 				defer cancel()
 				_, err = r.Handle(ctx, json.RawMessage(`{}`))
 				if tt.wantBudget == 0 {
@@ -558,15 +559,15 @@ func TestBatchConcurrencyLimit(t *testing.T) {
 	for _, limit := range []int{1, 3, 10} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := newFixture(t, work.Config{Concurrency: limit})
+				f := newFixture(t, runner.Config{Concurrency: limit})
 				var bodies []string
 				for range 10 {
 					bodies = append(bodies, body("ok", "sleep", "1s"))
 				}
-				ctx, cancel := worktest.Context(t.Context(), "req-1", time.Hour)
+				ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Hour)
 				defer cancel()
 				start := time.Now()
-				out, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(bodies...)))
+				out, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(bodies...)))
 				if err != nil || len(failures(t, out)) != 0 {
 					t.Fatalf("Handle = %v, %v", out, err)
 				}
@@ -585,21 +586,21 @@ func TestBatchConcurrencyLimit(t *testing.T) {
 // TestNothingSecretLeaves: the token and the URL's query never reach the
 // logs, metrics, wire errors, DLQ attributes or task causes.
 func TestNothingSecretLeaves(t *testing.T) {
-	f := newFixture(t, work.Config{DLQURL: dlqURL})
-	ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+	f := newFixture(t, runner.Config{DLQURL: dlqURL})
+	ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 	defer cancel()
 	var seen []string
-	for _, kind := range work.ErrorTypes {
+	for _, kind := range wire.ErrorTypes {
 		_, err := f.runner.Handle(ctx, json.RawMessage(body(string(kind))))
 		seen = append(seen, fmt.Sprint(err))
 		_, err = f.runner.Handle(ctx, json.RawMessage(body(string(kind), "task_token", "t")))
 		seen = append(seen, fmt.Sprint(err))
 	}
 	var bodies []string
-	for _, kind := range work.ErrorTypes {
+	for _, kind := range wire.ErrorTypes {
 		bodies = append(bodies, body(string(kind)))
 	}
-	if _, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(bodies...))); err != nil {
+	if _, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(bodies...))); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range f.queue.Sent() {
@@ -622,10 +623,10 @@ func TestNothingSecretLeaves(t *testing.T) {
 
 func TestSummaryLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, work.Config{Function: "discover"})
-		ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+		f := newFixture(t, runner.Config{Function: "discover"})
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 		defer cancel()
-		if _, err := f.runner.Handle(ctx, worktest.Payload(worktest.SQSEvent(body("mcp_protocol_error", "sleep", "1500ms")))); err != nil {
+		if _, err := f.runner.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(body("mcp_protocol_error", "sleep", "1500ms")))); err != nil {
 			t.Fatal(err)
 		}
 		sums := f.logs.Summaries()
@@ -659,8 +660,8 @@ func TestSummaryLine(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, work.Config{Function: "call"})
-		ctx, cancel := worktest.Context(t.Context(), "req-1", time.Minute)
+		f := newFixture(t, runner.Config{Function: "call"})
+		ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
 		defer cancel()
 		if _, err := f.runner.Handle(ctx, json.RawMessage(body("mcp_egress_denied_error", "sleep", "250ms"))); err == nil {
 			t.Fatal("Handle succeeded, want an error")
@@ -706,18 +707,18 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestNewRunnerRefuses(t *testing.T) {
-	p := work.ProcessorFunc(func(context.Context, *work.Item) (any, error) { return nil, nil })
+	p := runner.ProcessorFunc(func(context.Context, *runner.Item) (any, error) { return nil, nil })
 	tests := []struct {
 		name string
-		cfg  work.Config
+		cfg  runner.Config
 	}{
-		{"no function name", work.Config{}},
-		{"DLQ without a queue client", work.Config{Function: "f", DLQURL: dlqURL}},
-		{"negative reserve", work.Config{Function: "f", Reserve: -time.Second}},
+		{"no function name", runner.Config{}},
+		{"DLQ without a queue client", runner.Config{Function: "f", DLQURL: dlqURL}},
+		{"negative reserve", runner.Config{Function: "f", Reserve: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := work.NewRunner(tt.cfg, p); err == nil {
+			if _, err := runner.NewRunner(tt.cfg, p); err == nil {
 				t.Error("NewRunner succeeded, want an error")
 			}
 		})
@@ -730,10 +731,10 @@ func FuzzHandle(f *testing.F) {
 	for _, s := range []string{body("ok"), `{"Records":[{"messageId":"m","eventSource":"aws:sqs","body":"{}"}]}`, `[]`, `null`, `{"task_token":1}`} {
 		f.Add([]byte(s))
 	}
-	r, err := work.NewRunner(work.Config{Function: "fuzz", Logger: slog.New(slog.DiscardHandler), Metrics: &worktest.Lines{}, Tasks: &worktest.Tasks{}},
-		work.ProcessorFunc(func(ctx context.Context, it *work.Item) (any, error) {
+	r, err := runner.NewRunner(runner.Config{Function: "fuzz", Logger: slog.New(slog.DiscardHandler), Metrics: &runnertest.Lines{}, Tasks: &runnertest.Tasks{}},
+		runner.ProcessorFunc(func(ctx context.Context, it *runner.Item) (any, error) {
 			var s script
-			if err := work.Decode(it.Body, &s); err != nil {
+			if err := runner.Decode(it.Body, &s); err != nil {
 				return nil, err
 			}
 			return s, nil
@@ -747,7 +748,7 @@ func FuzzHandle(f *testing.F) {
 			return
 		}
 		ive, ok := err.(messages.InvokeResponse_Error)
-		if !ok || !slices.Contains(work.ErrorTypes, work.ErrorType(ive.Type)) {
+		if !ok || !slices.Contains(wire.ErrorTypes, wire.ErrorType(ive.Type)) {
 			t.Errorf("error %#v is not a wire error", err)
 		}
 	})

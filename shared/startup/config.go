@@ -1,4 +1,4 @@
-package work
+package startup
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // Environment variables the functions read (docs/contract.md).
@@ -72,8 +73,8 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		DLQURL:           getenv(EnvDLQURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
 		MaxResultBytes:   render.DefaultMaxBytes,
-		Concurrency:      DefaultConcurrency,
-		Reserve:          DefaultReserve,
+		Concurrency:      runner.DefaultConcurrency,
+		Reserve:          runner.DefaultReserve,
 		OperationTimeout: MaxOperationTimeout,
 		LogLevel:         slog.LevelInfo,
 	}
@@ -115,8 +116,8 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if v := getenv(EnvOperationTimeout); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < DefaultMinBudget || d > MaxOperationTimeout {
-			bad(EnvOperationTimeout, "want a Go duration from %s to %s", DefaultMinBudget, MaxOperationTimeout)
+		if err != nil || d < runner.DefaultMinBudget || d > MaxOperationTimeout {
+			bad(EnvOperationTimeout, "want a Go duration from %s to %s", runner.DefaultMinBudget, MaxOperationTimeout)
 		}
 		s.OperationTimeout = d
 	}

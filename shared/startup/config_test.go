@@ -1,4 +1,4 @@
-package work
+package startup
 
 import (
 	"log/slog"

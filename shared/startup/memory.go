@@ -1,10 +1,10 @@
-package work
+package startup
 
 import (
 	"fmt"
 	"strconv"
 
-	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // EnvMemorySize is the Lambda runtime's variable for the function's memory
@@ -14,15 +14,12 @@ const EnvMemorySize = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
 // The memory model (docs/operations.md). No instance may pass PeakFraction
 // of its memory. The Go soft memory limit is SoftLimitFraction of it; of
 // that, Baseline is the process's own (runtime, clients, buffers) and the
-// rest is the items' budget, held in shares of ItemBytes, the most one work
-// item holds: its connection's MaxResponseBytes as decoded, stored and
-// rendered.
+// rest is the items' budget, held in shares of runner.ItemBytes.
 const (
 	DefaultMemoryMB   = 512
 	PeakFraction      = 0.75
 	SoftLimitFraction = 0.60
 	Baseline          = 48 << 20
-	ItemBytes         = 4 * mcp.MaxResponseBytes
 )
 
 // Memory is the memory plan of an instance with MB megabytes.
@@ -40,7 +37,7 @@ func PlanMemory(mb int) Memory {
 }
 
 // Slots is how many work items fit the budget at once, at least one.
-func (m Memory) Slots() int { return int(max(1, m.Budget/ItemBytes)) }
+func (m Memory) Slots() int { return int(max(1, m.Budget/runner.ItemBytes)) }
 
 // parseMemoryMB reads EnvMemorySize: empty is DefaultMemoryMB; Lambda
 // allows 128 to 10240.

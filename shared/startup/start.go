@@ -1,4 +1,4 @@
-package work
+package startup
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // Startup is what Init builds for a function's main: the checked settings,
@@ -81,9 +82,9 @@ func (st *Startup) OpenCatalog() (catalog.Store, error) {
 // RunnerConfig returns the runner configuration of function: the settings'
 // concurrency, budgets and dead-letter queue, SQS and Step Functions
 // clients, the logger, and metrics written where the logger writes.
-func (st *Startup) RunnerConfig(function string) Config {
+func (st *Startup) RunnerConfig(function string) runner.Config {
 	s := st.Settings
-	return Config{
+	return runner.Config{
 		Function:         function,
 		Concurrency:      s.Concurrency,
 		MemoryBudget:     s.Memory.Budget,

@@ -1,4 +1,4 @@
-package work_test
+package startup_test
 
 import (
 	"bytes"
@@ -15,7 +15,8 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/startup"
 )
 
 const testDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/dlq"
@@ -45,19 +46,19 @@ func TestInit(t *testing.T) {
 		wantWarn  bool // the missing DLQ is warned about
 	}{
 		{name: "defaults", wantWarn: true},
-		{name: "allow-list and DLQ", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32, 10.0.0.0/8:8080", work.EnvDLQURL: testDLQ}, wantAllow: true},
-		{name: "error level hides the warning", env: map[string]string{work.EnvLogLevel: "error"}},
+		{name: "allow-list and DLQ", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32, 10.0.0.0/8:8080", startup.EnvDLQURL: testDLQ}, wantAllow: true},
+		{name: "error level hides the warning", env: map[string]string{startup.EnvLogLevel: "error"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			isolateAWS(t)
 			getenv := func(k string) string { return tt.env[k] }
 			var out bytes.Buffer
-			st, err := work.Init(t.Context(), getenv, &out)
+			st, err := startup.Init(t.Context(), getenv, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := work.LoadSettings(getenv)
+			want, err := startup.LoadSettings(getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,10 +87,10 @@ func TestInitFails(t *testing.T) {
 		notInError  string
 		keepsPolicy bool // failed before installing the allow-list
 	}{
-		{name: "bad setting", env: map[string]string{work.EnvReserve: "soon"},
-			wantInError: []string{"configuration: ", work.EnvReserve}, keepsPolicy: true},
-		{name: "settings are checked first", env: map[string]string{work.EnvReserve: "soon", guard.EnvAllowList: "not-a-prefix"},
-			wantInError: []string{work.EnvReserve}, notInError: guard.EnvAllowList, keepsPolicy: true},
+		{name: "bad setting", env: map[string]string{startup.EnvReserve: "soon"},
+			wantInError: []string{"configuration: ", startup.EnvReserve}, keepsPolicy: true},
+		{name: "settings are checked first", env: map[string]string{startup.EnvReserve: "soon", guard.EnvAllowList: "not-a-prefix"},
+			wantInError: []string{startup.EnvReserve}, notInError: guard.EnvAllowList, keepsPolicy: true},
 		{name: "bad allow entry", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32,not-a-prefix"},
 			wantInError: []string{"configuration: " + guard.EnvAllowList + ": ", "not-a-prefix"}, keepsPolicy: true},
 		{name: "bad runtime API address", setenv: map[string]string{"AWS_LAMBDA_RUNTIME_API": "runtime:9001"},
@@ -108,7 +109,7 @@ func TestInitFails(t *testing.T) {
 			for k, v := range tt.setenv {
 				t.Setenv(k, v)
 			}
-			st, err := work.Init(t.Context(), func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			st, err := startup.Init(t.Context(), func(k string) string { return tt.env[k] }, &bytes.Buffer{})
 			if err == nil {
 				t.Fatalf("Init = %+v, want an error", st)
 			}
@@ -134,19 +135,19 @@ func TestOpenCatalog(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		settings work.Settings
+		settings startup.Settings
 		wantDir  bool // the directory store, warned about; else DynamoDB
 		wantErr  string
 	}{
-		{name: "table", settings: work.Settings{CatalogTable: "catalog", CatalogDir: filepath.Join(file, "unused")}},
-		{name: "directory", settings: work.Settings{CatalogDir: filepath.Join(t.TempDir(), "catalogs")}, wantDir: true},
-		{name: "directory under a file", settings: work.Settings{CatalogDir: filepath.Join(file, "catalogs")},
-			wantErr: "configuration: " + work.EnvCatalogDir + ": catalog: "},
+		{name: "table", settings: startup.Settings{CatalogTable: "catalog", CatalogDir: filepath.Join(file, "unused")}},
+		{name: "directory", settings: startup.Settings{CatalogDir: filepath.Join(t.TempDir(), "catalogs")}, wantDir: true},
+		{name: "directory under a file", settings: startup.Settings{CatalogDir: filepath.Join(file, "catalogs")},
+			wantErr: "configuration: " + startup.EnvCatalogDir + ": catalog: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			st := &work.Startup{Settings: tt.settings, Logger: work.NewLogger(&out, slog.LevelInfo)}
+			st := &startup.Startup{Settings: tt.settings, Logger: startup.NewLogger(&out, slog.LevelInfo)}
 			store, err := st.OpenCatalog()
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
@@ -172,15 +173,15 @@ func TestOpenCatalog(t *testing.T) {
 
 func TestRunnerConfig(t *testing.T) {
 	isolateAWS(t)
-	env := map[string]string{work.EnvBatchConcurrency: "7", work.EnvReserve: "3s", work.EnvOperationTimeout: "90s", work.EnvDLQURL: testDLQ}
+	env := map[string]string{startup.EnvBatchConcurrency: "7", startup.EnvReserve: "3s", startup.EnvOperationTimeout: "90s", startup.EnvDLQURL: testDLQ}
 	var out bytes.Buffer
-	st, err := work.Init(t.Context(), func(k string) string { return env[k] }, &out)
+	st, err := startup.Init(t.Context(), func(k string) string { return env[k] }, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := st.RunnerConfig("discover")
-	want := work.Config{Function: "discover", Concurrency: 7, Reserve: st.Settings.Reserve, OperationTimeout: st.Settings.OperationTimeout, DLQURL: testDLQ}
-	got := work.Config{Function: cfg.Function, Concurrency: cfg.Concurrency, Reserve: cfg.Reserve, OperationTimeout: cfg.OperationTimeout, DLQURL: cfg.DLQURL}
+	want := runner.Config{Function: "discover", Concurrency: 7, Reserve: st.Settings.Reserve, OperationTimeout: st.Settings.OperationTimeout, DLQURL: testDLQ}
+	got := runner.Config{Function: cfg.Function, Concurrency: cfg.Concurrency, Reserve: cfg.Reserve, OperationTimeout: cfg.OperationTimeout, DLQURL: cfg.DLQURL}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RunnerConfig (-want +got):\n%s", diff)
 	}
@@ -196,8 +197,8 @@ func TestRunnerConfig(t *testing.T) {
 	if cfg.Logger != st.Logger || cfg.Metrics != &out {
 		t.Errorf("logger %p and metrics %T, want Init's logger %p and writer", cfg.Logger, cfg.Metrics, st.Logger)
 	}
-	noop := work.ProcessorFunc(func(context.Context, *work.Item) (any, error) { return nil, nil })
-	if _, err := work.NewRunner(cfg, noop); err != nil {
+	noop := runner.ProcessorFunc(func(context.Context, *runner.Item) (any, error) { return nil, nil })
+	if _, err := runner.NewRunner(cfg, noop); err != nil {
 		t.Errorf("NewRunner refuses the configuration: %v", err)
 	}
 }

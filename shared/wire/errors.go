@@ -1,4 +1,4 @@
-package work
+package wire
 
 import (
 	"errors"
@@ -92,7 +92,7 @@ func Permanent(err error) bool {
 }
 
 // mustRequeue reports whether err is an *Error marked Requeue.
-func mustRequeue(err error) bool {
+func MustRequeue(err error) bool {
 	var we *Error
 	return errors.As(err, &we) && we.Requeue
 }

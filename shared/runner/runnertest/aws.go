@@ -1,4 +1,4 @@
-package worktest
+package runnertest
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func NewQueue(tb testing.TB, client *sqs.Client, prefix string) string {
 	tb.Helper()
 	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(prefix))})
 	if err != nil {
-		tb.Fatalf("worktest: create queue: %v", err)
+		tb.Fatalf("runnertest: create queue: %v", err)
 	}
 	return aws.ToString(out.QueueUrl)
 }
@@ -48,7 +48,7 @@ func Drain(tb testing.TB, client *sqs.Client, url string, want int) []Message {
 			WaitTimeSeconds:       1,
 		})
 		if err != nil {
-			tb.Fatalf("worktest: receive from %s: %v", url, err)
+			tb.Fatalf("runnertest: receive from %s: %v", url, err)
 		}
 		for _, m := range out.Messages {
 			msg := Message{QueueURL: url, Body: aws.ToString(m.Body), Attributes: map[string]string{}}
@@ -57,7 +57,7 @@ func Drain(tb testing.TB, client *sqs.Client, url string, want int) []Message {
 			}
 			got = append(got, msg)
 			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				tb.Fatalf("worktest: delete from %s: %v", url, err)
+				tb.Fatalf("runnertest: delete from %s: %v", url, err)
 			}
 		}
 	}
@@ -77,13 +77,13 @@ func Pending(tb testing.TB, client *sqs.Client, url string) int {
 		},
 	})
 	if err != nil {
-		tb.Fatalf("worktest: attributes of %s: %v", url, err)
+		tb.Fatalf("runnertest: attributes of %s: %v", url, err)
 	}
 	n := 0
 	for _, v := range out.Attributes {
 		c, err := strconv.Atoi(v)
 		if err != nil {
-			tb.Fatalf("worktest: attributes of %s: %v", url, err)
+			tb.Fatalf("runnertest: attributes of %s: %v", url, err)
 		}
 		n += c
 	}
@@ -107,6 +107,6 @@ func PutVault(tb testing.TB, client *secretsmanager.Client, name string, creds .
 		tb.Fatal(err)
 	}
 	if _, err := client.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(string(b))}); err != nil {
-		tb.Fatalf("worktest: create secret %s: %v", name, err)
+		tb.Fatalf("runnertest: create secret %s: %v", name, err)
 	}
 }

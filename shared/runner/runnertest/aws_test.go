@@ -1,4 +1,4 @@
-package worktest_test
+package runnertest_test
 
 import (
 	"os"
@@ -7,18 +7,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
-func TestMain(m *testing.M) { os.Exit(worktest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
 
 // TestPending counts visible and in-flight messages, so an empty queue
 // proves nothing was sent.
 func TestPending(t *testing.T) {
-	m := worktest.SharedMoto(t)
+	m := runnertest.SharedMoto(t)
 	client := sqs.NewFromConfig(m.Config(t.Context()))
-	url := worktest.NewQueue(t, client, "pending")
-	if n := worktest.Pending(t, client, url); n != 0 {
+	url := runnertest.NewQueue(t, client, "pending")
+	if n := runnertest.Pending(t, client, url); n != 0 {
 		t.Fatalf("new queue: %d pending, want 0", n)
 	}
 	for _, b := range []string{"a", "b"} {
@@ -29,7 +29,7 @@ func TestPending(t *testing.T) {
 	if _, err := client.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if n := worktest.Pending(t, client, url); n != 2 {
+	if n := runnertest.Pending(t, client, url); n != 2 {
 		t.Errorf("one visible, one in flight: %d pending, want 2", n)
 	}
 }

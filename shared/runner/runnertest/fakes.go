@@ -1,4 +1,4 @@
-package worktest
+package runnertest
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
-	"github.com/mcpfn/mcpfn/shared/work"
 )
 
 // Fakes surrounds a function's handler with fakes: secrets in memory,
@@ -24,7 +24,7 @@ type Fakes struct {
 	Logs      *Lines
 	Metrics   *Lines
 	Logger    *slog.Logger // writes to Logs
-	Runner    *work.Runner
+	Runner    *runner.Runner
 }
 
 // NewFakes returns empty fakes whose invocations carry requestID.
@@ -43,11 +43,11 @@ func NewFakes(requestID string) *Fakes {
 
 // Start builds Runner over p from cfg with the fakes' queue, Step
 // Functions, logger and metrics.
-func (f *Fakes) Start(tb testing.TB, cfg work.Config, p work.Processor) {
+func (f *Fakes) Start(tb testing.TB, cfg runner.Config, p runner.Processor) {
 	tb.Helper()
 	cfg.Queue, cfg.Tasks, cfg.Logger, cfg.Metrics = f.Queue, f.Tasks, f.Logger, f.Metrics
 	var err error
-	if f.Runner, err = work.NewRunner(cfg, p); err != nil {
+	if f.Runner, err = runner.NewRunner(cfg, p); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -61,7 +61,7 @@ func (f *Fakes) Invoke(tb testing.TB, payload []byte) Invocation {
 	return Invoke(ctx, f.Runner.Handle, payload, f.Tasks, f.Queue, f.Logs)
 }
 
-// Connector is a fake work.ConnectFunc[C]: Connect records each
+// Connector is a fake connect function (a handler's Connect field): Connect records each
 // configuration and returns Conn, or Err when set. Set Conn and Err before
 // connecting; the rest is safe for concurrent use.
 type Connector[C any] struct {

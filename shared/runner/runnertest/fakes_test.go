@@ -1,4 +1,4 @@
-package worktest_test
+package runnertest_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
-	"github.com/mcpfn/mcpfn/shared/work/worktest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 func TestRequest(t *testing.T) {
@@ -28,7 +28,7 @@ func TestRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(worktest.Request(defaults, tt.changes)); got != tt.want {
+			if got := string(runnertest.Request(defaults, tt.changes)); got != tt.want {
 				t.Errorf("Request = %s, want %s", got, tt.want)
 			}
 		})
@@ -45,7 +45,7 @@ type closer struct{}
 func (closer) Close() error { return nil }
 
 func TestConnector(t *testing.T) {
-	c := &worktest.Connector[conn]{Conn: closer{}}
+	c := &runnertest.Connector[conn]{Conn: closer{}}
 	got, err := c.Connect(t.Context(), mcp.Config{URL: "https://a.example.com/mcp"})
 	if err != nil || got != (closer{}) {
 		t.Errorf("Connect = %v, %v; want Conn", got, err)
@@ -73,7 +73,7 @@ func TestWireType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := worktest.WireType(tt.err); got != tt.want {
+			if got := runnertest.WireType(tt.err); got != tt.want {
 				t.Errorf("WireType = %q, want %q", got, tt.want)
 			}
 		})
@@ -81,7 +81,7 @@ func TestWireType(t *testing.T) {
 }
 
 func TestTasksOnce(t *testing.T) {
-	tasks := &worktest.Tasks{Once: true}
+	tasks := &runnertest.Tasks{Once: true}
 	ok := &sfn.SendTaskSuccessInput{TaskToken: aws.String("a"), Output: aws.String(`{}`)}
 	fail := &sfn.SendTaskFailureInput{TaskToken: aws.String("a"), Error: aws.String("internal_error")}
 	if _, err := tasks.SendTaskSuccess(t.Context(), ok); err != nil {
@@ -97,7 +97,7 @@ func TestTasksOnce(t *testing.T) {
 	if _, err := tasks.SendTaskFailure(t.Context(), &sfn.SendTaskFailureInput{TaskToken: aws.String("b")}); err != nil {
 		t.Errorf("another token: %v", err)
 	}
-	want := []worktest.TaskReport{{TaskToken: "a", Output: []byte(`{}`)}, {TaskToken: "b"}}
+	want := []runnertest.TaskReport{{TaskToken: "a", Output: []byte(`{}`)}, {TaskToken: "b"}}
 	if diff := cmp.Diff(want, tasks.Reports()); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
 	}

@@ -1,4 +1,4 @@
-package worktest
+package runnertest
 
 import (
 	"io"

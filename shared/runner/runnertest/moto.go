@@ -1,4 +1,4 @@
-package worktest
+package runnertest
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func SharedMoto(tb testing.TB) *awstest.Moto {
 }
 
 // Main runs m's tests, stops the server SharedMoto started, if any, and
-// returns m's exit code: TestMain is os.Exit(worktest.Main(m)). A failure
+// returns m's exit code: TestMain is os.Exit(runnertest.Main(m)). A failure
 // to stop is printed to stderr.
 func Main(m *testing.M) int {
 	code := m.Run()

@@ -1,8 +1,8 @@
-// Package worktest holds fakes for testing code built on package work: a
+// Package runnertest holds fakes for testing code built on package runner: a
 // recording Step Functions and SQS, SQS event builders, a Lambda context,
 // and a function handler's surroundings in memory (Fakes) or over moto
 // (Stack), with the checks both functions' tests share.
-package worktest
+package runnertest
 
 import (
 	"bytes"
@@ -21,12 +21,12 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 var (
-	_ work.TaskAPI  = (*Tasks)(nil)
-	_ work.QueueAPI = (*Queue)(nil)
+	_ runner.TaskAPI  = (*Tasks)(nil)
+	_ runner.QueueAPI = (*Queue)(nil)
 )
 
 // TaskReport is one SendTaskSuccess (Error empty) or SendTaskFailure.
@@ -57,7 +57,7 @@ func (t *Tasks) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInput,
 	}
 	out := aws.ToString(in.Output)
 	if !json.Valid([]byte(out)) {
-		return nil, fmt.Errorf("worktest: output is not JSON: %q", out)
+		return nil, fmt.Errorf("runnertest: output is not JSON: %q", out)
 	}
 	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Output: json.RawMessage(out)}); err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (t *Tasks) SendTaskFailure(_ context.Context, in *sfn.SendTaskFailureInput,
 		return nil, t.Fail
 	}
 	if len(aws.ToString(in.Error)) > 256 {
-		return nil, errors.New("worktest: error longer than 256 characters")
+		return nil, errors.New("runnertest: error longer than 256 characters")
 	}
 	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Error: aws.ToString(in.Error), Cause: aws.ToString(in.Cause)}); err != nil {
 		return nil, err

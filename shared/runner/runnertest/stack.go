@@ -1,4 +1,4 @@
-package worktest
+package runnertest
 
 import (
 	"encoding/json"
@@ -17,7 +17,8 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
 	"github.com/mcpfn/mcpfn/shared/guard"
-	"github.com/mcpfn/mcpfn/shared/work"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Stack surrounds a function's handler as main wires it, over the test
@@ -37,13 +38,13 @@ type Stack struct {
 	Tasks   *Tasks
 	Logs    *Lines
 	Metrics *Lines
-	Logger  *slog.Logger // writes to Logs
-	Config  work.Config  // what Start built Runner from
-	Runner  *work.Runner
+	Logger  *slog.Logger  // writes to Logs
+	Config  runner.Config // what Start built Runner from
+	Runner  *runner.Runner
 }
 
 // NewStack returns the surroundings of function (its name in
-// work.Config.Function and in the queue's name).
+// runner.Config.Function and in the queue's name).
 func NewStack(tb testing.TB, function string) *Stack {
 	tb.Helper()
 	m := SharedMoto(tb)
@@ -62,7 +63,7 @@ func NewStack(tb testing.TB, function string) *Stack {
 		Tasks:   &Tasks{},
 		Logs:    &Lines{},
 		Metrics: &Lines{},
-		Config:  work.Config{Function: function},
+		Config:  runner.Config{Function: function},
 	}
 	s.DLQ = NewQueue(tb, s.SQS, function+"-dlq")
 	s.Store = catalogtest.NewDynamo(tb, m)
@@ -81,7 +82,7 @@ func (s *Stack) Client(tb testing.TB, timeout time.Duration) *http.Client {
 // Start builds Runner over p from Config with the dead-letter queue, SQS,
 // Step Functions, logger and metrics, after tweak (when non-nil) changed
 // it.
-func (s *Stack) Start(tb testing.TB, p work.Processor, tweak func(*work.Config)) {
+func (s *Stack) Start(tb testing.TB, p runner.Processor, tweak func(*runner.Config)) {
 	tb.Helper()
 	s.Config.DLQURL, s.Config.Queue, s.Config.Tasks = s.DLQ, s.SQS, s.Tasks
 	s.Config.Logger, s.Config.Metrics = s.Logger, s.Metrics
@@ -89,7 +90,7 @@ func (s *Stack) Start(tb testing.TB, p work.Processor, tweak func(*work.Config))
 		tweak(&s.Config)
 	}
 	var err error
-	if s.Runner, err = work.NewRunner(s.Config, p); err != nil {
+	if s.Runner, err = runner.NewRunner(s.Config, p); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -114,7 +115,7 @@ func (s *Stack) CheckRecord(tb testing.TB, body, wants string) {
 		tb.Fatal(err)
 	}
 	failed := out.(events.SQSEventResponse).BatchItemFailures
-	if work.ErrorType(wants).Permanent() {
+	if wire.ErrorType(wants).Permanent() {
 		dead := Drain(tb, s.SQS, s.DLQ, 1)
 		if len(failed) != 0 || len(dead) != 1 || dead[0].Body != body || dead[0].Attributes["mcpfn.error_type"] != wants {
 			tb.Errorf("failures %v, dead letters %+v; want the record in the DLQ with %s", failed, dead, wants)
