@@ -112,7 +112,8 @@ func WithNameIndexMax(n int) DynamoOption { return func(s *Dynamo) { s.nameIndex
 
 // NewDynamo returns a store in table (created by CreateTable or the
 // template). Every call retries throttling, server faults and dropped
-// connections until its context ends, then fails with ErrUnavailable.
+// connections until its context ends or a backoff would outlast its
+// deadline, then fails with ErrUnavailable.
 func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
 	s := &Dynamo{
 		api:          client,

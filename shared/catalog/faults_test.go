@@ -30,10 +30,11 @@ const (
 	serverError       // 500 InternalServerError, not forwarded
 	dropBefore        // connection closed, not forwarded
 	dropAfter         // forwarded and applied, then the connection closed unanswered
+	stall             // not forwarded, never answered, until the client gives up
 )
 
 func (f fault) String() string {
-	return [...]string{"pass", "throttle", "throttling", "serverError", "dropBefore", "dropAfter"}[f]
+	return [...]string{"pass", "throttle", "throttling", "serverError", "dropBefore", "dropAfter", "stall"}[f]
 }
 
 // faultProxy forwards DynamoDB requests to moto and applies plan to each:
@@ -45,12 +46,16 @@ type faultProxy struct {
 	k     map[string]int
 	plan  func(n, k int, op string) fault
 	fired []string
+	quit  chan struct{} // ends stalls
 }
 
 func newFaultProxy(t *testing.T) *faultProxy {
-	p := &faultProxy{k: map[string]int{}}
+	p := &faultProxy{k: map[string]int{}, quit: make(chan struct{})}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.Close)
+	t.Cleanup(func() {
+		close(p.quit)
+		p.Close()
+	})
 	return p
 }
 
@@ -89,6 +94,11 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, 500, "InternalServerError")
 	case dropBefore:
 		hangUp(w)
+	case stall:
+		select {
+		case <-r.Context().Done():
+		case <-p.quit:
+		}
 	case dropAfter:
 		if resp, err := forward(r); err == nil {
 			resp.Body.Close()
@@ -146,7 +156,7 @@ func hangUp(w http.ResponseWriter) {
 
 // newProxied returns a store whose requests pass through a fault proxy.
 // The SDK's own retries are off, so the store's retries face every fault.
-func newProxied(t *testing.T) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
+func newProxied(t *testing.T, opts ...catalog.DynamoOption) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
 	ctx := context.Background()
 	client, table := catalogtest.NewTable(t, moto)
 	p := newFaultProxy(t)
@@ -154,8 +164,100 @@ func newProxied(t *testing.T) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, s
 		o.BaseEndpoint = aws.String(p.URL)
 		o.RetryMaxAttempts = 1
 	})
-	s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table, catalog.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	opts = append([]catalog.DynamoOption{catalog.WithBackoff(time.Millisecond, 20*time.Millisecond)}, opts...)
+	s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table, opts...)
 	return s, p, client, table
+}
+
+// TestStalledStoreHonoursTheDeadline: requests stall (from the first, or
+// from the flip on); every call bounded by a short context fails with
+// ErrUnavailable soon after its deadline, through the SDK's default
+// retryer and the store's own, and the catalog keeps its last good
+// version.
+func TestStalledStoreHonoursTheDeadline(t *testing.T) {
+	t.Parallel()
+	const deadline, margin = 1500 * time.Millisecond, 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		from func(n, k int, op string) bool
+	}{
+		{"every request", func(int, int, string) bool { return true }},
+		{"from the flip", func(_, _ int, op string) bool { return op == "UpdateItem" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			_, table := catalogtest.NewTable(t, moto)
+			p := newFaultProxy(t)
+			proxied := dynamodb.NewFromConfig(moto.Config(ctx), func(o *dynamodb.Options) {
+				o.BaseEndpoint = aws.String(p.URL) // the SDK's default retryer
+			})
+			s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table)
+			a, b := catalogtest.Listing(40, "a"), catalogtest.Listing(30, "b")
+			ra := catalogtest.MustPut(t, s, "id", catalogtest.Discover(a, 0))
+			stalled := false
+			p.arm(func(n, k int, op string) fault {
+				if stalled = stalled || tc.from(n, k, op); stalled {
+					return stall
+				}
+				return pass
+			})
+			calls := []struct {
+				name string
+				do   func(ctx context.Context) error
+			}{
+				{"Put", func(ctx context.Context) error {
+					_, err := s.Put(ctx, "id", catalogtest.Discover(b, time.Minute))
+					return err
+				}},
+				{"RecordFailure", func(ctx context.Context) error {
+					return s.RecordFailure(ctx, "id", catalog.Failure{ErrorType: "mcp_protocol_error", At: catalogtest.T0.Add(time.Hour)})
+				}},
+				{"Lookup", func(ctx context.Context) error { _, err := s.Lookup(ctx, "id", "tool-0"); return err }},
+				{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "id"); return err }},
+			}
+			for _, c := range calls {
+				ctx, cancel := context.WithTimeout(ctx, deadline)
+				start := time.Now()
+				err := c.do(ctx)
+				took := time.Since(start)
+				cancel()
+				if !errors.Is(err, catalog.ErrUnavailable) {
+					t.Errorf("%s on a stalled store: %v, want ErrUnavailable", c.name, err)
+				}
+				if took > deadline+margin {
+					t.Errorf("%s on a stalled store returned after %s, over the %s deadline + %s", c.name, took, deadline, margin)
+				}
+			}
+			if len(p.firedFaults()) == 0 {
+				t.Fatal("no request stalled")
+			}
+			p.arm(nil)
+			got := catalogtest.MustGet(t, s, "id")
+			catalogtest.AssertContent(t, got, a)
+			if got.Version != ra.Version || got.LastFailure != nil {
+				t.Errorf("after the stall: version %s, failure %v; want %s and none", got.Version, got.LastFailure, ra.Version)
+			}
+		})
+	}
+}
+
+// TestBackoffPastTheDeadlineGivesUp: a retry whose backoff would end after
+// the context's deadline is not waited for.
+func TestBackoffPastTheDeadlineGivesUp(t *testing.T) {
+	t.Parallel()
+	s, p, _, _ := newProxied(t, catalog.WithBackoff(time.Minute, time.Minute))
+	p.arm(func(int, int, string) fault { return throttle })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := s.Put(ctx, "id", catalogtest.Discover(catalogtest.Listing(1, "a"), 0))
+	if !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("Put on a throttled store: %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Put returned after %s: it waited for a backoff past its 20 s deadline", took)
+	}
 }
 
 func TestSingleFaultsAreRetried(t *testing.T) {

@@ -43,7 +43,8 @@ func (s *Dynamo) retry(ctx context.Context, op string, f func() error) error {
 }
 
 // pause sleeps a jittered backoff for the given attempt: a random time
-// between half and all of min(backoffMax, backoffMin·2^attempt).
+// between half and all of min(backoffMax, backoffMin·2^attempt). A backoff
+// that would end past ctx's deadline is not slept: pause fails at once.
 func (s *Dynamo) pause(ctx context.Context, attempt int) error {
 	d := s.backoffMax
 	if attempt < 30 && s.backoffMin<<attempt < d {
@@ -51,6 +52,9 @@ func (s *Dynamo) pause(ctx context.Context, attempt int) error {
 	}
 	if d > 1 {
 		d = d/2 + rand.N(d/2)
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return fmt.Errorf("backoff of %s ends past the deadline: %w", d, context.DeadlineExceeded)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
