@@ -1,12 +1,14 @@
 package catalog
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -113,14 +115,12 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 		res.Version, res.Unchanged = h.Version, true
 		return res, nil
 	}
-	v := dirVersion{Tools: make([]dirTool, len(p.entries)), Refused: p.refused}
 	h.Names = make([]string, len(p.entries))
 	for i, e := range p.entries {
-		v.Tools[i] = dirTool{Name: e.tool.Name, Description: e.tool.Description, InputSchema: e.tool.InputSchema}
 		h.Names[i] = e.tool.Name
 	}
 	slices.Sort(h.Names)
-	if err := writeJSON(dir, p.key+versionExt, v); err != nil {
+	if err := writeFile(dir, p.key+versionExt, func(w io.Writer) error { return encodeVersion(w, p) }); err != nil {
 		return PutResult{}, err
 	}
 	h.Version, h.ContentHash, h.DiscoveredAt = p.key, p.hash, p.started
@@ -317,19 +317,52 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// writeJSON writes v to dir/name atomically: a synced temporary file
-// renamed over the target.
-func writeJSON(dir, name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("catalog: encode %s: %w", name, err)
+// encodeVersion writes p as a dirVersion one tool at a time, so a version
+// never exists as one buffer.
+func encodeVersion(w io.Writer, p prepared) error {
+	enc := json.NewEncoder(w)
+	if _, err := io.WriteString(w, `{"tools":[`); err != nil {
+		return err
 	}
+	for i, e := range p.entries {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(dirTool{Name: e.tool.Name, Description: e.tool.Description, InputSchema: e.tool.InputSchema}); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, `],"refused":`); err != nil {
+		return err
+	}
+	if err := enc.Encode(p.refused); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "}")
+	return err
+}
+
+// writeJSON writes v to dir/name atomically (see writeFile).
+func writeJSON(dir, name string, v any) error {
+	return writeFile(dir, name, func(w io.Writer) error { return json.NewEncoder(w).Encode(v) })
+}
+
+// writeFile writes dir/name atomically: write fills a synced temporary
+// file, which is renamed over the target.
+func writeFile(dir, name string, write func(w io.Writer) error) error {
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	defer os.Remove(f.Name()) // fails harmlessly after the rename
-	if _, err := f.Write(b); err != nil {
+	w := bufio.NewWriter(f)
+	if err := write(w); err != nil {
+		f.Close()
+		return fmt.Errorf("catalog: write %s: %w", name, err)
+	}
+	if err := w.Flush(); err != nil {
 		f.Close()
 		return fmt.Errorf("catalog: write %s: %w", name, err)
 	}

@@ -320,42 +320,51 @@ func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr
 }
 
 // writeVersion puts version's marker and its tool and refusal items,
-// spread over shards partitions.
+// spread over shards partitions. Items are built batch by batch as they
+// are sent, so only the batches in flight exist at once.
 func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards int, p prepared, expires int64) error {
-	reqs := make([]types.WriteRequest, 0, 1+len(p.entries)+len(p.refused))
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
-	marker := itemKey(id, markerSortKey(version))
-	marker[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(shards)}
-	marker[TTLAttribute] = exp
-	reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: marker}})
-	for _, e := range p.entries {
-		item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
-		item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
-		item[TTLAttribute] = exp
-		if e.zipped != nil {
-			item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
-		} else {
-			item[attrName] = &types.AttributeValueMemberS{Value: e.tool.Name}
-			item[attrSchema] = &types.AttributeValueMemberB{Value: e.tool.InputSchema}
-			if e.tool.Description != "" {
-				item[attrDescription] = &types.AttributeValueMemberS{Value: e.tool.Description}
+	item := func(i int) map[string]types.AttributeValue {
+		switch {
+		case i == 0:
+			marker := itemKey(id, markerSortKey(version))
+			marker[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(shards)}
+			marker[TTLAttribute] = exp
+			return marker
+		case i <= len(p.entries):
+			e := p.entries[i-1]
+			item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
+			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
+			item[TTLAttribute] = exp
+			if e.zipped != nil {
+				item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
+			} else {
+				item[attrName] = &types.AttributeValueMemberS{Value: e.tool.Name}
+				item[attrSchema] = &types.AttributeValueMemberB{Value: e.tool.InputSchema}
+				if e.tool.Description != "" {
+					item[attrDescription] = &types.AttributeValueMemberS{Value: e.tool.Description}
+				}
 			}
+			return item
+		default:
+			seq := i - 1 - len(p.entries)
+			r := p.refused[seq]
+			item := itemKey(versionPK(id, version, seq%shards), refusalSortKey(seq))
+			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(seq)}
+			item[attrName] = &types.AttributeValueMemberS{Value: r.Name}
+			item[attrReason] = &types.AttributeValueMemberS{Value: r.Reason}
+			item[TTLAttribute] = exp
+			return item
 		}
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 	}
-	for i, r := range p.refused {
-		item := itemKey(versionPK(id, version, i%shards), refusalSortKey(i))
-		item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
-		item[attrName] = &types.AttributeValueMemberS{Value: r.Name}
-		item[attrReason] = &types.AttributeValueMemberS{Value: r.Reason}
-		item[TTLAttribute] = exp
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
-	}
-	return s.batchWrite(ctx, reqs)
+	return s.putItems(ctx, 1+len(p.entries)+len(p.refused), item)
 }
 
-// deleteVersion deletes every item of version, then its marker.
+// deleteVersion deletes every item of version, then its marker. Items are
+// deleted as they are listed, a few batches at a time, so a version's keys
+// never exist at once.
 func (s *Dynamo) deleteVersion(ctx context.Context, id, version string, shards int) error {
+	const chunk = workers * MaxBatchItems
 	var reqs []types.WriteRequest
 	for shard := range shards {
 		err := s.query(ctx, versionPK(id, version, shard), true, func(item map[string]types.AttributeValue) error {
@@ -363,7 +372,12 @@ func (s *Dynamo) deleteVersion(ctx context.Context, id, version string, shards i
 				PartitionKey: item[PartitionKey],
 				SortKey:      item[SortKey],
 			}}})
-			return nil
+			if len(reqs) < chunk {
+				return nil
+			}
+			err := s.batchWrite(ctx, reqs)
+			reqs = reqs[:0]
+			return err
 		})
 		if err != nil {
 			return err

@@ -75,6 +75,20 @@ func (s *Dynamo) batchWrite(ctx context.Context, reqs []types.WriteRequest) erro
 	})
 }
 
+// putItems puts item(i) for 0 ≤ i < n, whose keys are distinct, in
+// batches of MaxBatchItems built as they are sent, a few at a time,
+// retrying unprocessed items until ctx ends.
+func (s *Dynamo) putItems(ctx context.Context, n int, item func(i int) map[string]types.AttributeValue) error {
+	return parallel(ctx, (n+MaxBatchItems-1)/MaxBatchItems, func(ctx context.Context, b int) error {
+		lo, hi := b*MaxBatchItems, min(n, (b+1)*MaxBatchItems)
+		reqs := make([]types.WriteRequest, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item(i)}})
+		}
+		return s.writeBatch(ctx, reqs)
+	})
+}
+
 // parallel calls fn for 0 ≤ i < n, workers at a time. The first error
 // cancels the calls not yet made and is returned.
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
