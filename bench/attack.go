@@ -28,6 +28,38 @@ const AttackBytes = 1 << 30
 // the wire (chunked, no Content-Length): one tool whose description fills
 // the rest, in format. It stops writing when the client goes away.
 func HostileHandler(format string, size int64) http.Handler {
+	return fixtureExcept(func(w http.ResponseWriter, method string, id json.RawMessage) bool {
+		if method != "tools/list" {
+			return false
+		}
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"},"description":"`, id)
+		tail := `"}]}}`
+		if format == FormatSSE {
+			head = "event: message\ndata: " + head
+			tail += "\n\n"
+		}
+		w.Header().Set("Content-Type", format)
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.WriteString(w, head); err != nil {
+			return true
+		}
+		chunk := []byte(strings.Repeat("x", 256<<10))
+		for left := size - int64(len(head)+len(tail)); left > 0; {
+			n := min(left, int64(len(chunk)))
+			if _, err := w.Write(chunk[:n]); err != nil {
+				return true
+			}
+			left -= n
+		}
+		_, _ = io.WriteString(w, tail)
+		return true
+	})
+}
+
+// fixtureExcept serves the stateless mcptest fixture, except the JSON-RPC
+// requests answer answers: it gets each request's method and id and
+// reports whether it wrote the answer.
+func fixtureExcept(answer func(w http.ResponseWriter, method string, id json.RawMessage) bool) http.Handler {
 	fixture, _ := mcptest.NewHandler(mcptest.Options{Stateless: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -43,30 +75,10 @@ func HostileHandler(format string, size int64) http.Handler {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/list" || len(msg.ID) == 0 {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			fixture.ServeHTTP(w, r)
+		if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 && answer(w, msg.Method, msg.ID) {
 			return
 		}
-		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","inputSchema":{"type":"object"},"description":"`, msg.ID)
-		tail := `"}]}}`
-		if format == FormatSSE {
-			head = "event: message\ndata: " + head
-			tail += "\n\n"
-		}
-		w.Header().Set("Content-Type", format)
-		w.WriteHeader(http.StatusOK)
-		if _, err := io.WriteString(w, head); err != nil {
-			return
-		}
-		chunk := []byte(strings.Repeat("x", 256<<10))
-		for left := size - int64(len(head)+len(tail)); left > 0; {
-			n := min(left, int64(len(chunk)))
-			if _, err := w.Write(chunk[:n]); err != nil {
-				return
-			}
-			left -= n
-		}
-		_, _ = io.WriteString(w, tail)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		fixture.ServeHTTP(w, r)
 	})
 }

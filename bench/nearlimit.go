@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
 
 // Near-limit answers: valid, and as large as the connection budget allows.
@@ -23,42 +20,19 @@ const (
 // NearLimitListBytes, and tools/call answers one text block of
 // NearLimitResultBytes. Both are JSON bodies, built once.
 func NearLimitHandler() http.Handler {
-	fixture, _ := mcptest.NewHandler(mcptest.Options{Stateless: true})
 	list := nearLimitTools()
 	text := strings.Repeat("r", NearLimitResultBytes)
 	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			fixture.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		var answer []byte
-		if json.Unmarshal(body, &msg) == nil && len(msg.ID) > 0 {
-			switch msg.Method {
-			case "tools/list":
-				answer = list
-			case "tools/call":
-				answer = result
-			}
-		}
+	return fixtureExcept(func(w http.ResponseWriter, method string, id json.RawMessage) bool {
+		answer := map[string][]byte{"tools/list": list, "tools/call": result}[method]
 		if answer == nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			fixture.ServeHTTP(w, r)
-			return
+			return false
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, msg.ID)
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, id)
 		_, _ = w.Write(answer)
 		_, _ = io.WriteString(w, "}")
+		return true
 	})
 }
 

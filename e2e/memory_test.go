@@ -42,26 +42,44 @@ func checkPeak(t *testing.T, f *rietest.Function) {
 	}
 }
 
+// runBatch sends a batch of batchSize bodies to f, checks every record
+// ended as want (with errType), that failed records, and only they, came
+// back, and that the runtime stayed under the line.
+func runBatch(t *testing.T, f *rietest.Function, body func(i int) any, want, errType string) {
+	t.Helper()
+	var bodies []any
+	for i := range batchSize {
+		bodies = append(bodies, body(i))
+	}
+	res := invoke(t, f, sqsEvent(t, bodies...))
+	wantFailures := 0
+	if want == "requeued" {
+		wantFailures = batchSize
+	}
+	if got := batchFailures(t, res); len(got) != wantFailures {
+		t.Errorf("batch item failures %v, want %d", got, wantFailures)
+	}
+	sums := summaries(res.Logs)
+	for _, sum := range sums {
+		if sum.Outcome != want || sum.ErrorType != errType {
+			t.Errorf("%s: outcome %s (%s), want %s (%s)", sum.WorkItem, sum.Outcome, sum.ErrorType, want, errType)
+		}
+	}
+	if len(sums) != batchSize {
+		t.Errorf("%d summary lines, want %d", len(sums), batchSize)
+	}
+	checkPeak(t, f)
+}
+
 // TestMemoryNearBudgetListings: a batch of ten valid listings just inside
 // the connection budget is stored whole, within the line.
 func TestMemoryNearBudgetListings(t *testing.T) {
 	srv := httptest.NewServer(bench.NearLimitHandler())
 	defer srv.Close()
 	s := memoryStack(t, srv.URL)
-	var bodies []any
-	for i := range batchSize {
-		bodies = append(bodies, map[string]string{"catalog_id": fmt.Sprintf("near-%d", i), "server_url": srv.URL})
-	}
-	res := invoke(t, s.discover, sqsEvent(t, bodies...))
-	if f := batchFailures(t, res); len(f) != 0 {
-		t.Errorf("batch item failures %v, want none; logs:\n%s", f, res.Logs)
-	}
-	for _, sum := range summaries(res.Logs) {
-		if sum.Outcome != "succeeded" {
-			t.Errorf("%s: outcome %s (%s), want succeeded", sum.WorkItem, sum.Outcome, sum.ErrorType)
-		}
-	}
-	checkPeak(t, s.discover)
+	runBatch(t, s.discover, func(i int) any {
+		return map[string]string{"catalog_id": fmt.Sprintf("near-%d", i), "server_url": srv.URL}
+	}, "succeeded", "")
 }
 
 // TestMemoryHostileAnswers: ten 1 GiB answers, in each format, fail as
@@ -73,24 +91,9 @@ func TestMemoryHostileAnswers(t *testing.T) {
 			srv := httptest.NewServer(bench.HostileHandler(format, bench.AttackBytes))
 			defer srv.Close()
 			s := memoryStack(t, srv.URL)
-			var bodies []any
-			for i := range batchSize {
-				bodies = append(bodies, map[string]string{"catalog_id": fmt.Sprintf("hostile-%d", i), "server_url": srv.URL})
-			}
-			res := invoke(t, s.discover, sqsEvent(t, bodies...))
-			if f := batchFailures(t, res); len(f) != batchSize {
-				t.Errorf("batch item failures %v, want all %d (a protocol error is retried)", f, batchSize)
-			}
-			sums := summaries(res.Logs)
-			for _, sum := range sums {
-				if sum.Outcome != "requeued" || sum.ErrorType != "mcp_protocol_error" {
-					t.Errorf("%s: outcome %s (%s), want requeued mcp_protocol_error", sum.WorkItem, sum.Outcome, sum.ErrorType)
-				}
-			}
-			if len(sums) != batchSize {
-				t.Errorf("%d summary lines, want %d", len(sums), batchSize)
-			}
-			checkPeak(t, s.discover)
+			runBatch(t, s.discover, func(i int) any {
+				return map[string]string{"catalog_id": fmt.Sprintf("hostile-%d", i), "server_url": srv.URL}
+			}, "requeued", "mcp_protocol_error")
 		})
 	}
 }
@@ -101,18 +104,7 @@ func TestMemoryNearLimitResults(t *testing.T) {
 	srv := httptest.NewServer(bench.NearLimitHandler())
 	defer srv.Close()
 	s := memoryStack(t, srv.URL)
-	var bodies []any
-	for range batchSize {
-		bodies = append(bodies, map[string]any{"server_url": srv.URL, "tool_name": "big", "arguments": map[string]any{}})
-	}
-	res := invoke(t, s.call, sqsEvent(t, bodies...))
-	if f := batchFailures(t, res); len(f) != 0 {
-		t.Errorf("batch item failures %v, want none; logs:\n%s", f, res.Logs)
-	}
-	for _, sum := range summaries(res.Logs) {
-		if sum.Outcome != "succeeded" {
-			t.Errorf("%s: outcome %s (%s), want succeeded", sum.WorkItem, sum.Outcome, sum.ErrorType)
-		}
-	}
-	checkPeak(t, s.call)
+	runBatch(t, s.call, func(int) any {
+		return map[string]any{"server_url": srv.URL, "tool_name": "big", "arguments": map[string]any{}}
+	}, "succeeded", "")
 }
