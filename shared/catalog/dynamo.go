@@ -154,7 +154,11 @@ func (h *head) expired(now time.Time) bool {
 	return h.toolsExpire != 0 && now.Unix() >= h.toolsExpire
 }
 
-// Put records d as the catalog of id (sequence: docs/catalog.md).
+// Put records d as the catalog of id and swaps it in atomically: a new
+// version's tool items are written first, then one conditional head update
+// makes it current, so readers see the old version or the new one, never a
+// mix. Of racing Puts the later-started wins; the loser reports Superseded.
+// On any failure the last good version stays current (docs/catalog.md).
 func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
 	if err := ValidateID(id); err != nil {
 		return PutResult{}, err
@@ -389,8 +393,10 @@ func (s *Dynamo) deleteVersion(ctx context.Context, id, version string, shards i
 	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(version))}}})
 }
 
-// Get returns the current catalog of id. A version replaced while it is
-// being read is read again, so the result is always one whole version.
+// Get returns the current catalog of id: always one whole version, the one
+// the head named when the read began or a later one. A version retired
+// while it is being read is read again from the new head, so a reader
+// never sees tools of two versions, nor a version half-written.
 func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
