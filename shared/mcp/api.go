@@ -23,6 +23,8 @@ const MaxResponseBytes = 8 << 20
 // ErrServerAnswered; every 401/403 wraps ErrUnauthorized (see
 // UnauthorizedError). ErrProtocol is wrapped by every unusable answer from a
 // listing: ErrBudgetExceeded, ErrTooManyPages and ErrCursorLoop each wrap it.
+// ErrNotConnected is a ListTools or CallTool on a Conn that Connect did not
+// return (nil or the zero value); nothing was sent.
 var (
 	ErrServerAnswered = errors.New("mcp: the server answered, refusing the call")
 	ErrUnauthorized   = errors.New("mcp: unauthorized")
@@ -30,6 +32,7 @@ var (
 	ErrBudgetExceeded = errors.New("mcp: response budget exceeded")
 	ErrTooManyPages   = errors.New("mcp: too many tool pages")
 	ErrCursorLoop     = errors.New("mcp: tool listing cursor repeated")
+	ErrNotConnected   = errors.New("mcp: not connected")
 )
 
 // Config describes one MCP server connection. A nil HTTPClient selects

@@ -17,9 +17,13 @@ var errNotObject = errors.New("mcp: arguments are not a JSON object")
 // as given (whitespace compacted); empty, nil or null go out as {}. A tool
 // that failed on its own terms is a result with IsError. Errors wrap
 // ErrServerAnswered when the server answered unusably (a JSON-RPC error, an
-// unreadable result, a request for input), else ErrUnauthorized, guard
-// errors, ErrBudgetExceeded, or a network error or deadline.
+// unreadable result, a request for input, blocks all of types a tool result
+// cannot carry), else ErrUnauthorized, guard errors, ErrBudgetExceeded,
+// ErrNotConnected, or a network error or deadline.
 func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMessage) (*CallResult, error) {
+	if c == nil || c.cs == nil {
+		return nil, fmt.Errorf("mcp: call %q: %w: the Conn did not come from Connect", truncate(name, 128), ErrNotConnected)
+	}
 	var args any // an untyped nil is what the SDK sends as {}
 	if trimmed := bytes.TrimSpace(arguments); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
 		if trimmed[0] != '{' || !json.Valid(trimmed) {
@@ -28,7 +32,7 @@ func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMess
 		args = json.RawMessage(trimmed)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
 	ctx, op, done := c.begin(ctx)
 	defer done()
@@ -50,6 +54,9 @@ func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMess
 		if keep {
 			out.Content = append(out.Content, cont)
 		}
+	}
+	if len(res.Content) > 0 && len(out.Content) == 0 {
+		return nil, fmt.Errorf("mcp: %s: %w: every content block is of a type a tool result cannot carry", what, ErrServerAnswered)
 	}
 	if res.StructuredContent != nil {
 		s, err := json.Marshal(res.StructuredContent)

@@ -69,6 +69,39 @@ func TestCallToolDropsSamplingOnlyBlocks(t *testing.T) {
 	}
 }
 
+// TestCallToolRefusesAnswerOfOnlySamplingBlocks: an answer whose every
+// block is dropped leaves nothing to hand the model; it is the server's
+// answer, refused, and not an empty result.
+func TestCallToolRefusesAnswerOfOnlySamplingBlocks(t *testing.T) {
+	s := serveScripted(t, &scripted{call: func(w http.ResponseWriter, id json.RawMessage, _ json.RawMessage) {
+		rawResult(w, id, `{"content":[
+			{"type":"tool_use","id":"u1","name":"n","input":{}},
+			{"type":"tool_result","toolUseId":"u1","content":[{"type":"text","text":"r"}]}]}`)
+	}})
+	got, err := callOn(t, s, "x", nil)
+	if !errors.Is(err, ErrServerAnswered) {
+		t.Fatalf("CallTool = %+v, %v; want an error wrapping ErrServerAnswered", got, err)
+	}
+	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrUnauthorized) {
+		t.Errorf("err = %v also wraps ErrProtocol or ErrUnauthorized", err)
+	}
+}
+
+// TestCallToolEmptyContentIsAResult: no blocks at all is the tool's answer
+// (structuredContent may carry it), not a refusal.
+func TestCallToolEmptyContentIsAResult(t *testing.T) {
+	s := serveScripted(t, &scripted{call: func(w http.ResponseWriter, id json.RawMessage, _ json.RawMessage) {
+		rawResult(w, id, `{"content":[],"structuredContent":{"n":1}}`)
+	}})
+	got, err := callOn(t, s, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&CallResult{Structured: json.RawMessage(`{"n":1}`)}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // TestSDKFailsWholeResultOnUnknownOrNullBlock pins go-sdk v1.8.0: a
 // content block of an unknown type, or a null block, fails decoding of the
 // whole CallToolResult, so no block reaches the wrapper to be dropped. The

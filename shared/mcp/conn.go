@@ -26,6 +26,15 @@ var DefaultClient = guard.NewClient(DialTimeout)
 // connections that run tools.
 var CallClient = guard.NewClient(CallTimeout)
 
+// The whole-operation budgets of Connect, ListTools and CallTool: always
+// DialTimeout, ListTimeout and CallTimeout (TestBudgets); variables so that
+// tests can shorten them.
+var (
+	connectBudget = DialTimeout
+	listBudget    = ListTimeout
+	callBudget    = CallTimeout
+)
+
 // closeTimeout bounds Close; whatever is still in flight then is cancelled.
 const closeTimeout = 900 * time.Millisecond
 
@@ -84,7 +93,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	c := &Conn{tr: tr, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
 
-	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, connectBudget)
 	defer cancel()
 	defer killAfter(ctx, connectGrace, tr.kill)()
 
@@ -210,9 +219,10 @@ type redacted struct {
 func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.query, "REDACTED") }
 func (r *redacted) Unwrap() error { return r.err }
 
-// Stats returns what the connection cost so far. It is safe on a nil Conn.
+// Stats returns what the connection cost so far. It is safe on a nil or
+// zero Conn, which cost nothing.
 func (c *Conn) Stats() Stats {
-	if c == nil {
+	if c == nil || c.tr == nil {
 		return Stats{}
 	}
 	c.mu.Lock()
@@ -224,9 +234,10 @@ func (c *Conn) Stats() Stats {
 
 // Close ends the session (a DELETE when the server gave it an id) and
 // cancels everything still in flight, within about a second. It is safe to
-// call more than once, on a Conn whose work failed, and on a nil Conn.
+// call more than once, on a Conn whose work failed, and on a nil or zero
+// Conn, where there is nothing to close and it returns nil.
 func (c *Conn) Close() error {
-	if c == nil {
+	if c == nil || c.tr == nil {
 		return nil
 	}
 	c.closeOnce.Do(func() {

@@ -395,3 +395,35 @@ func TestDeniedDialAfterTheHandshake(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroConn: a Conn that Connect did not return refuses work with
+// ErrNotConnected instead of panicking, and costs and closes nothing.
+func TestZeroConn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    *Conn
+	}{
+		{"zero", &Conn{}},
+		{"nil", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t, 5*time.Second)
+			if _, err := tc.c.ListTools(ctx); !errors.Is(err, ErrNotConnected) {
+				t.Errorf("ListTools err = %v, want ErrNotConnected", err)
+			}
+			if _, err := tc.c.CallTool(ctx, "x", nil); !errors.Is(err, ErrNotConnected) {
+				t.Errorf("CallTool err = %v, want ErrNotConnected", err)
+			}
+			if s := tc.c.Stats(); s != (Stats{}) {
+				t.Errorf("Stats = %+v, want zero", s)
+			}
+			if err := tc.c.Close(); err != nil {
+				t.Errorf("Close = %v, want nil", err)
+			}
+		})
+	}
+	var c Conn
+	if _, err := c.ListTools(t.Context()); err == nil || errors.Is(err, ErrProtocol) {
+		t.Errorf("ListTools on var c Conn = %v, want ErrNotConnected and not ErrProtocol", err)
+	}
+}

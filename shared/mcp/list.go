@@ -31,9 +31,13 @@ const (
 // ListTimeout and ctx. Every entry the server sent ends in Tools or in
 // Refused with a reason. Errors wrap ErrProtocol (an unusable answer,
 // including ErrBudgetExceeded, ErrTooManyPages and ErrCursorLoop),
-// ErrUnauthorized, guard errors, or a network error or deadline.
+// ErrUnauthorized, guard errors, ErrNotConnected, or a network error or
+// deadline.
 func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
-	ctx, cancel := context.WithTimeout(ctx, ListTimeout)
+	if c == nil || c.cs == nil {
+		return Listing{}, fmt.Errorf("mcp: list tools: %w: the Conn did not come from Connect", ErrNotConnected)
+	}
+	ctx, cancel := context.WithTimeout(ctx, listBudget)
 	defer cancel()
 	ctx, op, done := c.begin(ctx)
 	defer done()
