@@ -53,6 +53,8 @@ func mustConnect(t *testing.T, cfg Config) *Conn {
 // 2026-07-28) and hands tools/list, tools/call and GET to hooks.
 type scripted struct {
 	modern bool
+	// discover, when set, answers server/discover instead of the default.
+	discover func(w http.ResponseWriter, id json.RawMessage)
 	// initialize, when set, answers initialize instead of the default.
 	initialize func(w http.ResponseWriter, id json.RawMessage, params json.RawMessage)
 	list       func(w http.ResponseWriter, id json.RawMessage, cursor string)
@@ -136,6 +138,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch msg.Method {
 	case "server/discover":
+		if s.discover != nil {
+			s.discover(w, msg.ID)
+			return
+		}
 		if !s.modern {
 			writeError(w, msg.ID, -32601, "method not found")
 			return

@@ -209,6 +209,7 @@ func (t *transport) charge(op *operation, n int64) error {
 type request struct {
 	post   bool
 	key    string // id key for a call, "" for a notification or a non-POST
+	id     []byte // the call's id as sent
 	method string
 }
 
@@ -295,6 +296,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.observeRefusal(x.op, body)
 	case msg.key == "":
 	case media == "application/json":
+		body = readdress(body, msg)
 		t.observe(x.op, body, true)
 	default:
 		t.markAnswered(x.op, msg.key)
@@ -718,7 +720,37 @@ func peek(req *http.Request) (request, error) {
 	if !ok || method == "" {
 		return request{post: true}, nil // unreadable, or a response to the server
 	}
-	return request{post: true, key: idKey(id), method: method}, nil
+	return request{post: true, key: idKey(id), id: id, method: method}, nil
+}
+
+// misaddressed is the error a result under another id becomes.
+const misaddressed = `{"code":-32603,"message":"the server answered under another request's id"}`
+
+// readdress makes a JSON response to a call that carries another id, or
+// none, that call's answer, which it is: a JSON body answers the POST it
+// came on. An error is re-addressed to the call; a result becomes an
+// error. The SDK matches by id and would otherwise wait out the operation's
+// budget, or fail to decode a null id, where a refused server/discover
+// should fall back to initialize at once
+// (TestConnectFallsBackWhenDiscoverAnswersAnotherID).
+func readdress(body []byte, call request) []byte {
+	if call.key == "" {
+		return body
+	}
+	m, ok := readMessage(body)
+	if !ok || m.result == nil && m.error == nil || idKey(m.id) == call.key {
+		return body
+	}
+	e := m.error
+	if e == nil {
+		e = []byte(misaddressed)
+	}
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"error":}`)+len(call.id)+len(e))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, call.id...)
+	out = append(out, `,"error":`...)
+	out = append(out, e...)
+	return append(out, '}')
 }
 
 // idKey normalises a JSON-RPC id the way the SDK matches it: integral
