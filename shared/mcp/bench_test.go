@@ -125,7 +125,7 @@ func BenchmarkListingPage(b *testing.B) {
 		for b.Loop() {
 			op := tr.begin(func(error) {})
 			tr.register(request{post: true, key: "n:2", method: "tools/list"})
-			tr.observe(op, msg, true)
+			tr.observe(op, msg, true, true)
 			if _, ok := tr.takePage(op); !ok {
 				b.Fatal("no page")
 			}

@@ -326,7 +326,7 @@ func TestRemarshalSchemaMatchesEncodingJSON(t *testing.T) {
 		{"NaN in meta and schema", &sdk.Tool{Name: "f", InputSchema: map[string]any{"x": math.Inf(-1)}, Meta: sdk.Meta{"x": math.NaN()}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := newValidator().remarshalSchema(tc.tool)
+			got, err := newValidator().remarshalSchema(tc.tool, tc.tool.InputSchema)
 			_, wantErr := json.Marshal(tc.tool)
 			if wantErr != nil {
 				if err == nil || err.Error() != wantErr.Error() {
@@ -466,8 +466,8 @@ func TestReadUpToAllocatesOnceForAnAnnouncedSize(t *testing.T) {
 
 func TestAcceptedSchemasDoNotShareBytes(t *testing.T) {
 	v := newValidator()
-	v.consider(&sdk.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}})
-	v.consider(&sdk.Tool{Name: "b", InputSchema: map[string]any{"type": "object", "title": "b"}})
+	v.consider(&sdk.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, nil)
+	v.consider(&sdk.Tool{Name: "b", InputSchema: map[string]any{"type": "object", "title": "b"}}, nil)
 	if len(v.listing.Tools) != 2 {
 		t.Fatalf("accepted %d tools, want 2", len(v.listing.Tools))
 	}

@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,8 +68,10 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 			raw = c.page(cursor) // served from the SDK's cache
 		}
 		v.page(res.Tools, raw, c.log.drops())
-
+		pageChecked()
 		cursor = res.NextCursor
+		raw, res = nil, nil // the next page need not share the heap with this one
+
 		if cursor == "" {
 			return v.listing, nil
 		}
@@ -78,18 +82,37 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 	}
 }
 
+// pageChecked runs after each page is checked, while the page, raw and
+// decoded, is still live; tests measure the heap there.
+var pageChecked = func() {}
+
 // listPage is the SDK call for one page; tests replace it to inject a panic.
 var listPage = func(ctx context.Context, cs *sdk.ClientSession, p *sdk.ListToolsParams) (*sdk.ListToolsResult, error) {
 	return cs.ListTools(ctx, p)
 }
 
+// keepPage keeps the raw page of cursor when the SDK may serve it from its
+// cache later, which it does only for a page with a positive ttlMs
+// (TestListToolsSeesEntriesTheSDKServesFromItsCache); any other page is
+// dropped as soon as it is checked.
 func (c *Conn) keepPage(cursor string, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !mayBeCached(raw) {
+		delete(c.pages, cursor)
+		return
+	}
 	if c.pages == nil {
 		c.pages = map[string][]byte{}
 	}
 	c.pages[cursor] = raw
+}
+
+// mayBeCached reports whether a raw tools/list result carries a ttlMs that
+// is not zero, null or negative.
+func mayBeCached(raw []byte) bool {
+	ttl, _ := members(raw, "ttlMs", "")
+	return len(ttl) > 0 && ttl[0] != '-' && ttl[0] != 'n' && strings.Trim(string(ttl), "0.eE+") != ""
 }
 
 func (c *Conn) page(cursor string) []byte {
@@ -125,7 +148,7 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 	entries, ok := rawEntries(raw)
 	if !ok {
 		for _, t := range tools {
-			v.consider(t)
+			v.consider(t, nil)
 		}
 		return
 	}
@@ -154,18 +177,21 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 			}
 		}
 		if j < len(tools) {
-			v.consider(tools[j])
+			v.consider(tools[j], e)
 			j++
 		}
 	}
 	for ; j < len(tools); j++ {
-		v.consider(tools[j])
+		v.consider(tools[j], nil)
 	}
 }
 
 func isNull(e []byte) bool { return string(e) == "null" }
 
-func (v *validator) consider(t *sdk.Tool) {
+// consider accepts or refuses t, the SDK's decoding of the raw entry, or
+// nil when there is none. The input schema is decoded from the entry:
+// the SDK may have been handed a stand-in (slimToolsList).
+func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	if t == nil {
 		v.refuse("", reasonNullEntry)
 		return
@@ -178,12 +204,22 @@ func (v *validator) consider(t *sdk.Tool) {
 		v.refuse(t.Name, reasonDuplicate)
 		return
 	}
-	schema, err := v.remarshalSchema(t)
+	decoded := t.InputSchema
+	if name, raw := members(entry, "name", "inputSchema"); entry != nil && keyIs(name, t.Name) {
+		decoded = nil
+		if raw != nil {
+			if err := json.Unmarshal(raw, &decoded); err != nil {
+				v.refuse(t.Name, reasonMarshal+err.Error())
+				return
+			}
+		}
+	}
+	schema, err := v.remarshalSchema(t, decoded)
 	if err != nil {
 		v.refuse(t.Name, reasonMarshal+err.Error())
 		return
 	}
-	if !objectSchema(t.InputSchema, schema) {
+	if !objectSchema(decoded, schema) {
 		v.refuse(t.Name, reasonSchema)
 		return
 	}
@@ -208,19 +244,22 @@ func validToolName(name string) bool {
 // arenaChunk is the size of the blocks accepted schemas are copied into.
 const arenaChunk = 8 << 10
 
-// remarshalSchema returns json.Marshal(t.InputSchema), or the error
-// json.Marshal(t) reports. Values decoded from JSON take a path that
-// neither reflects nor marshals t (TestToolFieldsThatCanFailToMarshal).
-func (v *validator) remarshalSchema(t *sdk.Tool) (json.RawMessage, error) {
+// remarshalSchema returns json.Marshal(schema), or the error json.Marshal
+// reports for t with schema as its input schema. Values decoded from JSON
+// take a path that neither reflects nor marshals t
+// (TestToolFieldsThatCanFailToMarshal).
+func (v *validator) remarshalSchema(t *sdk.Tool, schema any) (json.RawMessage, error) {
 	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) {
-		if schema, ok := v.enc.encode(t.InputSchema); ok {
-			return v.keep(schema), nil
+		if b, ok := v.enc.encode(schema); ok {
+			return v.keep(b), nil
 		}
 	}
-	if _, err := json.Marshal(t); err != nil {
+	withSchema := *t
+	withSchema.InputSchema = schema
+	if _, err := json.Marshal(&withSchema); err != nil {
 		return nil, err
 	}
-	return json.Marshal(t.InputSchema)
+	return json.Marshal(schema)
 }
 
 // keep copies b into the arena and returns the copy, capped so that an
@@ -296,18 +335,83 @@ func rawEntries(raw []byte) ([][]byte, bool) {
 // rawName returns an entry's "name" string, matched case-sensitively as the
 // SDK does (the last one, as a map keeps it), or "".
 func rawName(entry []byte) string {
-	l, ok := openList(entry, true)
-	if !ok {
-		return ""
-	}
-	var name []byte
-	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
-		if keyIs(key, "name") {
-			name = val
-		}
-	}
+	name, _ := members(entry, "name", "")
 	s, _ := stringValue(name)
 	return s
+}
+
+// members returns the raw values of keys a and b (b "" for none) in the
+// object obj, matched exactly after unescaping, the last of each as a map
+// keeps it; nil for a key that is absent or when obj is not an object.
+func members(obj []byte, a, b string) (va, vb []byte) {
+	l, ok := openList(obj, true)
+	if !ok {
+		return nil, nil
+	}
+	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
+		switch {
+		case keyIs(key, a):
+			va = val
+		case b != "" && keyIs(key, b):
+			vb = val
+		}
+	}
+	if l.bad {
+		return nil, nil
+	}
+	return va, vb
+}
+
+// standIn is what the SDK is handed in place of an input schema it has no
+// use for.
+const standIn = "{}"
+
+// slimToolsList returns msg, a JSON-RPC message whose result is the
+// tools/list result page (a subslice of msg), with the input schema of
+// each entry replaced by standIn wherever the SDK has no use for it: one
+// that cannot hold an x-mcp-header annotation, the only thing go-sdk
+// v1.8.0 reads from a listed schema (filterValidTools, lookupTool). The SDK
+// would decode every schema into maps costing several times its bytes and
+// re-marshal it once more; the validator decodes each from page instead,
+// one at a time. msg is returned as it is when nothing is replaced.
+func slimToolsList(msg, page []byte) []byte {
+	entries, ok := rawEntries(page)
+	if !ok {
+		return msg
+	}
+	var out []byte
+	done := 0 // msg[:done] is in out
+	for _, e := range entries {
+		var schema []byte
+		l, ok := openList(e, true)
+		if !ok {
+			continue
+		}
+		n := 0
+		for key, val, ok := l.next(); ok; key, val, ok = l.next() {
+			if keyIs(key, "inputSchema") {
+				schema, n = val, n+1
+			}
+		}
+		if l.bad || n != 1 || len(schema) <= len(standIn) ||
+			bytes.Contains(schema, []byte("x-mcp-header")) || bytes.Contains(schema, []byte(`\u`)) {
+			continue
+		}
+		at := cap(msg) - cap(schema)
+		if at < done || at+len(schema) > len(msg) || &msg[at] != &schema[0] {
+			return msg
+		}
+		if out == nil {
+			out = make([]byte, 0, len(msg)/2)
+		}
+		out = append(out, msg[done:at]...)
+		out = append(out, standIn...)
+		done = at + len(schema)
+	}
+	if out == nil {
+		return msg
+	}
+	return append(out, msg[done:]...)
 }
 
 // dropLog is the SDK's logger for one Conn. It keeps what go-sdk logs when

@@ -106,7 +106,7 @@ func TestValidatorRefusesEntryThatDoesNotRemarshal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newValidator()
-			v.consider(tc.tool)
+			v.consider(tc.tool, nil)
 			if len(v.listing.Tools) != 0 || len(v.listing.Refused) != 1 || !strings.HasPrefix(v.listing.Refused[0].Reason, reasonMarshal) {
 				t.Errorf("listing = %+v, want one %q refusal", v.listing, reasonMarshal)
 			}

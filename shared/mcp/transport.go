@@ -297,7 +297,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case msg.key == "":
 	case media == "application/json":
 		body = readdress(body, msg)
-		t.observe(x.op, body, true)
+		if page := t.observe(x.op, body, true, false); page != nil {
+			body = slimToolsList(body, page)
+		}
 	default:
 		t.markAnswered(x.op, msg.key)
 	}
@@ -539,10 +541,12 @@ func readUpTo(r io.Reader, size, limit int64) ([]byte, error) {
 
 // observe reads one JSON-RPC message the server sent. fromCall says it
 // came in reply to a call, so a message that does not decode is an answer
-// that could not be read.
-func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
+// that could not be read. When the message answers one of op's tools/list
+// calls, op keeps its result, a copy when reused says payload's buffer is
+// reused, and observe returns it.
+func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool) (page []byte) {
 	if op == nil {
-		return
+		return nil
 	}
 	m, ok := readMessage(payload)
 	if !ok {
@@ -551,10 +555,10 @@ func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
 			op.answered[op.last] = true
 			t.mu.Unlock()
 		}
-		return
+		return nil
 	}
 	if m.result == nil && m.error == nil {
-		return // a request or notification from the server
+		return nil // a request or notification from the server
 	}
 	key := idKey(m.id)
 	t.mu.Lock()
@@ -564,11 +568,16 @@ func (t *transport) observe(op *operation, payload []byte, fromCall bool) {
 	case ours:
 		op.answered[key] = true
 		if method == "tools/list" && m.result != nil {
-			op.page, op.pageID = bytes.Clone(m.result), key
+			page = m.result
+			if reused {
+				page = bytes.Clone(page)
+			}
+			op.page, op.pageID = page, key
 		}
 	case key == "" && m.error != nil:
 		op.answered[op.last] = true
 	}
+	return page
 }
 
 // observeRefusal notes a non-2xx body that carries a JSON-RPC error: the
@@ -654,7 +663,7 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 }
 
 func (b *meteredBody) observe(data []byte) {
-	b.x.t.observe(b.x.op, data, b.key != "")
+	b.x.t.observe(b.x.op, data, b.key != "", true)
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
 	}
