@@ -109,10 +109,20 @@ func BenchmarkListingPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.ListTools(context.Background()); err != nil {
+	var raw []byte // the page as it came, which the listing does not keep
+	orig := listPage
+	listPage = func(ctx context.Context, cs *sdk.ClientSession, p *sdk.ListToolsParams) (*sdk.ListToolsResult, error) {
+		res, err := orig(ctx, cs, p)
+		c.tr.mu.Lock()
+		raw = bytes.Clone(c.tr.op.page)
+		c.tr.mu.Unlock()
+		return res, err
+	}
+	_, err = c.ListTools(context.Background())
+	listPage = orig
+	if err != nil {
 		b.Fatal(err)
 	}
-	raw := c.page("")
 	msg := []byte(`{"jsonrpc":"2.0","id":2,"result":` + string(raw) + `}`)
 	var res sdk.ListToolsResult
 	if err := json.Unmarshal(raw, &res); err != nil {

@@ -189,8 +189,9 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 func isNull(e []byte) bool { return string(e) == "null" }
 
 // consider accepts or refuses t, the SDK's decoding of the raw entry, or
-// nil when there is none. The input schema is decoded from the entry:
-// the SDK may have been handed a stand-in (slimToolsList).
+// nil when there is none. Where the SDK holds an empty object, which is
+// what it makes of a stand-in (slimToolsList), the input schema is decoded
+// from the entry.
 func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	if t == nil {
 		v.refuse("", reasonNullEntry)
@@ -205,9 +206,9 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 		return
 	}
 	decoded := t.InputSchema
-	if name, raw := members(entry, "name", "inputSchema"); entry != nil && keyIs(name, t.Name) {
-		decoded = nil
-		if raw != nil {
+	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && entry != nil {
+		if name, raw := members(entry, "name", "inputSchema"); raw != nil && keyIs(name, t.Name) {
+			decoded = nil
 			if err := json.Unmarshal(raw, &decoded); err != nil {
 				v.refuse(t.Name, reasonMarshal+err.Error())
 				return
