@@ -18,8 +18,8 @@ const (
 // NearLimitHandler serves the stateless mcptest fixture, except that
 // tools/list answers NearLimitTools valid tools in one page of about
 // NearLimitListBytes, and tools/call answers one text block of
-// NearLimitResultBytes. Both are JSON bodies, built once.
-func NearLimitHandler() http.Handler {
+// NearLimitResultBytes, in format (FormatJSON or FormatSSE), built once.
+func NearLimitHandler(format string) http.Handler {
 	list := nearLimitTools()
 	text := strings.Repeat("r", NearLimitResultBytes)
 	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": text}}})
@@ -28,10 +28,14 @@ func NearLimitHandler() http.Handler {
 		if answer == nil {
 			return false
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`, id)
+		head, tail := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":`, id), "}"
+		if format == FormatSSE {
+			head, tail = "event: message\ndata: "+head, tail+"\n\n"
+		}
+		w.Header().Set("Content-Type", format)
+		_, _ = io.WriteString(w, head)
 		_, _ = w.Write(answer)
-		_, _ = io.WriteString(w, "}")
+		_, _ = io.WriteString(w, tail)
 		return true
 	})
 }

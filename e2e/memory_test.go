@@ -72,14 +72,18 @@ func runBatch(t *testing.T, f *rietest.Function, body func(i int) any, want, err
 }
 
 // TestMemoryNearBudgetListings: a batch of ten valid listings just inside
-// the connection budget is stored whole, within the line.
+// the connection budget, in each format, is stored whole, within the line.
 func TestMemoryNearBudgetListings(t *testing.T) {
-	srv := httptest.NewServer(bench.NearLimitHandler())
-	defer srv.Close()
-	s := memoryStack(t, srv.URL)
-	runBatch(t, s.discover, func(i int) any {
-		return map[string]string{"catalog_id": fmt.Sprintf("near-%d", i), "server_url": srv.URL}
-	}, "succeeded", "")
+	for _, format := range bench.Formats {
+		t.Run(format, func(t *testing.T) {
+			srv := httptest.NewServer(bench.NearLimitHandler(format))
+			defer srv.Close()
+			s := memoryStack(t, srv.URL)
+			runBatch(t, s.discover, func(i int) any {
+				return map[string]string{"catalog_id": fmt.Sprintf("near-%d", i), "server_url": srv.URL}
+			}, "succeeded", "")
+		})
+	}
 }
 
 // TestMemoryHostileAnswers: ten 1 GiB answers, in each format, fail as
@@ -99,12 +103,16 @@ func TestMemoryHostileAnswers(t *testing.T) {
 }
 
 // TestMemoryNearLimitResults: ten call results just inside the connection
-// budget are answered within the line.
+// budget, in each format, are answered within the line.
 func TestMemoryNearLimitResults(t *testing.T) {
-	srv := httptest.NewServer(bench.NearLimitHandler())
-	defer srv.Close()
-	s := memoryStack(t, srv.URL)
-	runBatch(t, s.call, func(int) any {
-		return map[string]any{"server_url": srv.URL, "tool_name": "big", "arguments": map[string]any{}}
-	}, "succeeded", "")
+	for _, format := range bench.Formats {
+		t.Run(format, func(t *testing.T) {
+			srv := httptest.NewServer(bench.NearLimitHandler(format))
+			defer srv.Close()
+			s := memoryStack(t, srv.URL)
+			runBatch(t, s.call, func(int) any {
+				return map[string]any{"server_url": srv.URL, "tool_name": "big", "arguments": map[string]any{}}
+			}, "succeeded", "")
+		})
+	}
 }

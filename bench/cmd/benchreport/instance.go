@@ -44,18 +44,21 @@ func instanceMemory(ctx context.Context, e *env) (result, error) {
 	discoverBody := func(url string, i int) any {
 		return map[string]string{"catalog_id": fmt.Sprintf("instance-%d-%d", time.Now().UnixNano(), i), "server_url": url}
 	}
-	cases := []instanceCase{
-		{"near-budget listings (8,000 tools, 7.6 MB each)", "discover", func() *httptest.Server { return httptest.NewServer(bench.NearLimitHandler()) }, discoverBody},
-		{"hostile 1 GiB application/json answers", "discover", func() *httptest.Server {
-			return httptest.NewServer(bench.HostileHandler(bench.FormatJSON, bench.AttackBytes))
-		}, discoverBody},
-		{"hostile 1 GiB text/event-stream answers", "discover", func() *httptest.Server {
-			return httptest.NewServer(bench.HostileHandler(bench.FormatSSE, bench.AttackBytes))
-		}, discoverBody},
-		{"near-limit call results (7.9 MB each)", "call", func() *httptest.Server { return httptest.NewServer(bench.NearLimitHandler()) },
-			func(url string, i int) any {
-				return map[string]any{"server_url": url, "tool_name": "big", "arguments": map[string]any{}}
-			}},
+	callBody := func(url string, i int) any {
+		return map[string]any{"server_url": url, "tool_name": "big", "arguments": map[string]any{}}
+	}
+	var cases []instanceCase
+	for _, format := range bench.Formats {
+		cases = append(cases, instanceCase{"near-budget " + format + " listings (8,000 tools, 7.6 MB each)", "discover",
+			func() *httptest.Server { return httptest.NewServer(bench.NearLimitHandler(format)) }, discoverBody})
+	}
+	for _, format := range bench.Formats {
+		cases = append(cases, instanceCase{"hostile 1 GiB " + format + " answers", "discover",
+			func() *httptest.Server { return httptest.NewServer(bench.HostileHandler(format, bench.AttackBytes)) }, discoverBody})
+	}
+	for _, format := range bench.Formats {
+		cases = append(cases, instanceCase{"near-limit " + format + " call results (7.9 MB each)", "call",
+			func() *httptest.Server { return httptest.NewServer(bench.NearLimitHandler(format)) }, callBody})
 	}
 	line := int64(instanceMemoryMB) << 20 * 3 / 4
 	var b strings.Builder
