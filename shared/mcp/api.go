@@ -19,6 +19,15 @@ const (
 // receives: bodies in full and header blocks as far as they can be counted.
 const MaxResponseBytes = 8 << 20
 
+// MaxDecodedCost bounds what the SDK may allocate decoding one
+// connection's messages. Before the SDK decodes a JSON body or an SSE
+// event's data, its estimated decoded size (its bytes, plus a weight per
+// object, array and value, measured against the SDK's decoder) is charged
+// against this cumulative budget; past it, the operation fails with an
+// error wrapping ErrBudgetExceeded and the connection sends nothing more.
+// A near-budget listing of ordinary tools costs about 3.3 times its bytes.
+const MaxDecodedCost = 7 * MaxResponseBytes / 2
+
 // Sentinels. Every error from a call the server answered wraps
 // ErrServerAnswered; every 401/403 wraps ErrUnauthorized (see
 // UnauthorizedError). ErrProtocol is wrapped by every unusable answer from a

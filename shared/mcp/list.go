@@ -27,6 +27,7 @@ const (
 	reasonSchema    = `schema: input schema is not a JSON object with "type": "object"`
 	reasonMarshal   = "marshal: the entry does not re-marshal: "
 	reasonSDK       = "client-library: go-sdk dropped the entry: "
+	reasonCost      = "schema: input schema would decode to more than MaxDecodedCost bytes"
 )
 
 // ListTools lists every tool the server offers, following pagination, within
@@ -208,6 +209,10 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	decoded := t.InputSchema
 	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && entry != nil {
 		if name, raw := members(entry, "name", "inputSchema"); raw != nil && keyIs(name, t.Name) {
+			if decodedCost(raw) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
+				v.refuse(t.Name, reasonCost)
+				return
+			}
 			decoded = nil
 			if err := json.Unmarshal(raw, &decoded); err != nil {
 				v.refuse(t.Name, reasonMarshal+err.Error())

@@ -52,6 +52,7 @@ type transport struct {
 	requests int
 	seq      int
 	charged  int64
+	decoded  int64 // decodedCost of the messages handed to the SDK
 	spent    error // set once the budget is exceeded; no request is sent after
 	op       *operation
 	notices  map[*http.Request]context.CancelFunc // notifications/cancelled in flight
@@ -205,6 +206,24 @@ func (t *transport) charge(op *operation, n int64) error {
 	return spent
 }
 
+// chargeDecoded adds the decodedCost of a message about to be handed to
+// the SDK to the connection's decoded budget and reports the budget error
+// once it is exceeded; the message must then not reach the SDK.
+func (t *transport) chargeDecoded(op *operation, msg []byte) error {
+	n := decodedCost(msg)
+	t.mu.Lock()
+	t.decoded += n
+	if t.decoded > MaxDecodedCost && t.spent == nil {
+		t.spent = fmt.Errorf("%w: %w: the connection's messages would decode to more than %d bytes", ErrProtocol, ErrBudgetExceeded, MaxDecodedCost)
+	}
+	spent := t.spent
+	t.mu.Unlock()
+	if spent != nil {
+		t.fatal(op, spent)
+	}
+	return spent
+}
+
 // request is what the transport reads from an outgoing JSON-RPC message.
 type request struct {
 	post   bool
@@ -302,6 +321,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	default:
 		t.markAnswered(x.op, msg.key)
+	}
+	if err := t.chargeDecoded(x.op, body); err != nil {
+		return nil, err
 	}
 	rb := &readBody{}
 	rb.Reset(body)
@@ -651,11 +673,17 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 		}
 		b.tap.write(p[:n])
 	}
-	switch {
-	case err == io.EOF:
+	if err == io.EOF {
 		b.tap.end()
 		putTapBuffer(b.tap.data)
 		b.tap.data = nil
+	}
+	if b.err != nil { // an event over the decoded budget: the SDK must not see its end
+		b.rc.Close()
+		return 0, b.err
+	}
+	switch {
+	case err == io.EOF:
 	case err != nil:
 		b.x.t.note(b.x.op, err)
 	}
@@ -663,6 +691,13 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 }
 
 func (b *meteredBody) observe(data []byte) {
+	if b.err != nil {
+		return
+	}
+	if err := b.x.t.chargeDecoded(b.x.op, data); err != nil {
+		b.err = err
+		return
+	}
 	b.x.t.observe(b.x.op, data, b.key != "", true)
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
