@@ -82,3 +82,23 @@ func fixtureExcept(answer func(w http.ResponseWriter, method string, id json.Raw
 		fixture.ServeHTTP(w, r)
 	})
 }
+
+// InflatingHandler serves the stateless mcptest fixture, except that every
+// tools/list is answered, in format, with one tool whose outputSchema pads
+// the answer to about size bytes with empty arrays: small on the wire, and
+// about seventy times that once decoded into Go values.
+func InflatingHandler(format string, size int) http.Handler {
+	pad := strings.Repeat("[],", size/3)
+	return fixtureExcept(func(w http.ResponseWriter, method string, id json.RawMessage) bool {
+		if method != "tools/list" {
+			return false
+		}
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"inflated","inputSchema":{"type":"object"},"outputSchema":{"type":"object","x":[%s[]]}}]}}`, id, pad)
+		if format == FormatSSE {
+			body = "event: message\ndata: " + body + "\n\n"
+		}
+		w.Header().Set("Content-Type", format)
+		_, _ = io.WriteString(w, body)
+		return true
+	})
+}

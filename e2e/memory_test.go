@@ -102,6 +102,22 @@ func TestMemoryHostileAnswers(t *testing.T) {
 	}
 }
 
+// TestMemoryInflatingAnswers: ten answers inside the wire budget that
+// would decode to some seventy times their size, in each format, fail as
+// protocol errors within the line.
+func TestMemoryInflatingAnswers(t *testing.T) {
+	for _, format := range bench.Formats {
+		t.Run(format, func(t *testing.T) {
+			srv := httptest.NewServer(bench.InflatingHandler(format, 7<<20))
+			defer srv.Close()
+			s := memoryStack(t, srv.URL)
+			runBatch(t, s.discover, func(i int) any {
+				return map[string]string{"catalog_id": fmt.Sprintf("inflating-%d", i), "server_url": srv.URL}
+			}, "requeued", "mcp_protocol_error")
+		})
+	}
+}
+
 // TestMemoryNearLimitResults: ten call results just inside the connection
 // budget, in each format, are answered within the line.
 func TestMemoryNearLimitResults(t *testing.T) {

@@ -56,10 +56,11 @@ var (
 	_ TaskAPI  = (*sfn.Client)(nil)
 )
 
-// ItemBytes is the most one work item holds: its connection's
-// mcp.MaxResponseBytes as decoded, stored and rendered. It is the share of
-// Config.MemoryBudget an item takes.
-const ItemBytes = 4 * mcp.MaxResponseBytes
+// ItemBytes is the most one work item holds: what its connection's answers
+// may cost decoded (mcp.MaxDecodedCost) beside their bytes on the wire
+// (mcp.MaxResponseBytes), 36 MiB. It is the share of Config.MemoryBudget an
+// item takes.
+const ItemBytes = mcp.MaxDecodedCost + mcp.MaxResponseBytes
 
 // Defaults for a zero Config.
 const (

@@ -57,6 +57,10 @@ func instanceMemory(ctx context.Context, e *env) (result, error) {
 			func() *httptest.Server { return httptest.NewServer(bench.HostileHandler(format, bench.AttackBytes)) }, discoverBody})
 	}
 	for _, format := range bench.Formats {
+		cases = append(cases, instanceCase{"inflating " + format + " answers (7 MiB of `[],` in an outputSchema)", "discover",
+			func() *httptest.Server { return httptest.NewServer(bench.InflatingHandler(format, 7<<20)) }, discoverBody})
+	}
+	for _, format := range bench.Formats {
 		cases = append(cases, instanceCase{"near-limit " + format + " call results (7.9 MB each)", "call",
 			func() *httptest.Server { return httptest.NewServer(bench.NearLimitHandler(format)) }, callBody})
 	}
