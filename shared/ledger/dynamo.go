@@ -119,17 +119,9 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 		if !errors.As(err, &failed) {
 			return Entry{}, fmt.Errorf("ledger: begin %s: %w", ref(key), err)
 		}
-		item := failed.Item
-		if item == nil {
-			got, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName:      aws.String(d.table),
-				Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
-				ConsistentRead: aws.Bool(true),
-			})
-			if err != nil {
-				return Entry{}, fmt.Errorf("ledger: begin %s: read the existing record: %w", ref(key), err)
-			}
-			item = got.Item
+		item, err := d.existing(ctx, pk, failed)
+		if err != nil {
+			return Entry{}, fmt.Errorf("ledger: begin %s: read the existing record: %w", ref(key), err)
 		}
 		if item == nil {
 			continue // released since the write: try again
@@ -226,17 +218,9 @@ func (d *Dynamo) settle(ctx context.Context, key, pk, owner, op string, err erro
 		d.holds.drop(key, owner)
 		return nil
 	case errors.As(err, &failed):
-		item := failed.Item
-		if item == nil {
-			got, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName:      aws.String(d.table),
-				Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
-				ConsistentRead: aws.Bool(true),
-			})
-			if err != nil {
-				return fmt.Errorf("ledger: %s %s: read the existing record: %w", op, ref(key), err)
-			}
-			item = got.Item
+		item, err := d.existing(ctx, pk, failed)
+		if err != nil {
+			return fmt.Errorf("ledger: %s %s: read the existing record: %w", op, ref(key), err)
 		}
 		d.holds.drop(key, owner)
 		if landed(op, item, owner) {
@@ -341,4 +325,21 @@ func (h *holds) drop(key, owner string) {
 	if h.m[key] == owner {
 		delete(h.m, key)
 	}
+}
+
+// existing is the record a conditional write was refused on: the one the
+// refusal carries, else a consistent read of it.
+func (d *Dynamo) existing(ctx context.Context, pk string, failed *types.ConditionalCheckFailedException) (map[string]types.AttributeValue, error) {
+	if failed.Item != nil {
+		return failed.Item, nil
+	}
+	got, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(d.table),
+		Key:            map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return got.Item, nil
 }

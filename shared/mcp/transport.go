@@ -193,28 +193,24 @@ func (t *transport) remaining() int64 {
 // charge adds n bytes to the connection's budget and reports the budget
 // error once it is exceeded.
 func (t *transport) charge(op *operation, n int64) error {
-	t.mu.Lock()
-	t.charged += n
-	if t.charged > MaxResponseBytes && t.spent == nil {
-		t.spent = fmt.Errorf("%w: %w: the connection received more than %d bytes", ErrProtocol, ErrBudgetExceeded, MaxResponseBytes)
-	}
-	spent := t.spent
-	t.mu.Unlock()
-	if spent != nil {
-		t.fatal(op, spent)
-	}
-	return spent
+	return t.spend(op, &t.charged, n, MaxResponseBytes, "the connection received more than %d bytes")
 }
 
 // chargeDecoded adds the decodedCost of a message about to be handed to
 // the SDK to the connection's decoded budget and reports the budget error
 // once it is exceeded; the message must then not reach the SDK.
 func (t *transport) chargeDecoded(op *operation, msg []byte) error {
-	n := decodedCost(msg)
+	return t.spend(op, &t.decoded, decodedCost(msg), MaxDecodedCost, "the connection's messages would decode to more than %d bytes")
+}
+
+// spend adds n to the counter *total, guarded by t.mu; past limit the
+// connection's budget is spent (what says why, with the limit) and the
+// operation ends.
+func (t *transport) spend(op *operation, total *int64, n, limit int64, what string) error {
 	t.mu.Lock()
-	t.decoded += n
-	if t.decoded > MaxDecodedCost && t.spent == nil {
-		t.spent = fmt.Errorf("%w: %w: the connection's messages would decode to more than %d bytes", ErrProtocol, ErrBudgetExceeded, MaxDecodedCost)
+	*total += n
+	if *total > limit && t.spent == nil {
+		t.spent = fmt.Errorf("%w: %w: "+what, ErrProtocol, ErrBudgetExceeded, limit)
 	}
 	spent := t.spent
 	t.mu.Unlock()
