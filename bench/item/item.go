@@ -44,14 +44,16 @@ var Steps = []string{StepConnect, StepList, StepCall, StepClose}
 // ErrUnexpected reports an item whose answers were not the expected ones.
 var ErrUnexpected = errors.New("item: unexpected answer")
 
-// Spec is one work item. Tool, when empty, skips the call. WantTools, when
-// positive, is the number of tools the listing must hold. Hint is passed to
+// Spec is one work item. SkipList skips the listing and Tool, when empty,
+// the call. WantTools, when positive, is the number of tools the listing
+// must hold. Hint is passed to
 // shared/mcp as Config.ProtocolVersion; the raw SDK ignores it. AfterStep,
 // when set, runs after each step with the step's name.
 type Spec struct {
 	URL        string
 	HTTPClient *http.Client
 	Hint       string
+	SkipList   bool
 	Tool       string
 	Arguments  json.RawMessage
 	WantText   string
@@ -89,8 +91,8 @@ func Connect(ctx context.Context, c Client, s Spec) (Session, error) {
 	return nil, fmt.Errorf("item: unknown client %q", c)
 }
 
-// Run runs the work item s through c: connect, list, call (unless s.Tool is
-// empty), close. Close runs even when a step failed; the first error wins.
+// Run runs the work item s through c: connect, list (unless s.SkipList),
+// call (unless s.Tool is empty), close. Close runs even when a step failed; the first error wins.
 func Run(ctx context.Context, c Client, s Spec) (err error) {
 	after := s.AfterStep
 	if after == nil {
@@ -108,13 +110,15 @@ func Run(ctx context.Context, c Client, s Spec) (err error) {
 			err = fmt.Errorf("%s: close: %w", c, cerr)
 		}
 	}()
-	n, err := sess.List(ctx)
-	after(StepList)
-	if err != nil {
-		return fmt.Errorf("%s: list: %w", c, err)
-	}
-	if s.WantTools > 0 && n != s.WantTools {
-		return fmt.Errorf("%w: %s listed %d tools, want %d", ErrUnexpected, c, n, s.WantTools)
+	if !s.SkipList {
+		n, err := sess.List(ctx)
+		after(StepList)
+		if err != nil {
+			return fmt.Errorf("%s: list: %w", c, err)
+		}
+		if s.WantTools > 0 && n != s.WantTools {
+			return fmt.Errorf("%w: %s listed %d tools, want %d", ErrUnexpected, c, n, s.WantTools)
+		}
 	}
 	if s.Tool == "" {
 		return nil

@@ -33,6 +33,11 @@ func TestRun(t *testing.T) {
 					wantSteps: []string{StepConnect, StepList, StepClose},
 				},
 				{
+					name:      "call only",
+					spec:      Spec{SkipList: true, Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`), WantText: "hi", WantTools: 50},
+					wantSteps: []string{StepConnect, StepCall, StepClose},
+				},
+				{
 					name:      "wrong tool count",
 					spec:      Spec{Tool: "echo", WantTools: 50},
 					wantErr:   ErrUnexpected,
