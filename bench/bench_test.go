@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcpfn/mcpfn/bench/item"
 )
 
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // benchFixtures starts the fixture child on first use.
-func benchFixtures(b *testing.B) *Fixtures {
+func benchFixtures(b testing.TB) *Fixtures {
 	b.Helper()
 	fixturesOnce.Do(func() {
 		cmd := exec.Command(os.Args[0])
@@ -79,5 +81,41 @@ func BenchmarkItem(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestRTTRun runs one item of every RTT case through a 2 ms proxy and
+// checks the requests each sent (counts only; no time is checked).
+func TestRTTRun(t *testing.T) {
+	fx := benchFixtures(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	samples, err := RTTRun(ctx, fx.URL, 2*time.Millisecond, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// legacy: server/discover (refused without a hint), initialize,
+	// notifications/initialized, the work, DELETE; stateless: server/discover
+	// and the work.
+	want := map[RTTCase]int{}
+	for _, c := range RTTCases() {
+		switch {
+		case c.Era == Stateless:
+			want[c] = 2
+		case c.Hint != "":
+			want[c] = 4
+		default:
+			want[c] = 5
+		}
+	}
+	got := map[RTTCase]int{}
+	for _, s := range samples {
+		if len(s.Times) != 1 || len(s.Requests) != 1 {
+			t.Fatalf("%+v: %d times and %d request counts, want 1 each", s.Case, len(s.Times), len(s.Requests))
+		}
+		got[s.Case] = s.Requests[0]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests per item (-want +got):\n%s", diff)
 	}
 }
