@@ -51,13 +51,16 @@ func RTTCases() []RTTCase {
 	return cs
 }
 
-// RTTSample is one case's timed items at one RTT: each item's wall time and
-// HTTP requests, and the TCP connections the proxy accepted during them.
+// RTTSample is one case's timed items at one RTT: each successful item's
+// wall time and HTTP requests, the TCP connections the proxy accepted
+// during them, and the failed items with the first one's error.
 type RTTSample struct {
 	Case     RTTCase
 	Times    []time.Duration
 	Requests []int
 	Conns    int64
+	Failed   int
+	Err      error
 }
 
 // RTTRun runs n timed items of every case in RTTCases through a
@@ -65,8 +68,9 @@ type RTTSample struct {
 // host:port), after warmup untimed rounds. Each client kind has one HTTP
 // client, counting its requests, for all its items, as a Lambda instance
 // keeps its connections warm. Rounds run every case once, grouped by work
-// item and era; a group's order reverses every other round. Any failed item
-// ends the run with its error.
+// item and era; a group's order reverses every other round. A failed item
+// is counted in its sample and the run goes on; an error is returned only
+// when the proxy or the clients cannot be set up.
 func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, warmup int) ([]RTTSample, error) {
 	u, err := url.Parse(urls[Eras[0]])
 	if err != nil {
@@ -106,11 +110,16 @@ func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, w
 				spec := rttSpec(c, base+"/"+c.Era, cc.Client)
 				req0, conn0 := cc.requests.Load(), p.Accepted()
 				start := time.Now()
-				if err := item.Run(ctx, c.Client, spec); err != nil {
-					return nil, fmt.Errorf("rtt %s, %s item, %s era, %s, round %d: %w", rtt, c.Work, c.Era, c.Client, round, err)
-				}
+				err := item.Run(ctx, c.Client, spec)
 				d := time.Since(start)
-				if round >= warmup {
+				switch {
+				case round < warmup:
+				case err != nil:
+					out[i].Failed++
+					if out[i].Err == nil {
+						out[i].Err = fmt.Errorf("round %d: %w", round, err)
+					}
+				default:
 					out[i].Times = append(out[i].Times, d)
 					out[i].Requests = append(out[i].Requests, int(cc.requests.Load()-req0))
 					out[i].Conns += p.Accepted() - conn0

@@ -1,7 +1,7 @@
 // Command benchreport runs every measurement of issue 8 against its anchor
 // and rewrites docs/benchmarks.md. Run it from the module root (make bench
-// does). With -only it runs the named sections and prints their tables
-// instead of writing the document.
+// does). With -only it runs the named sections and prints their summary
+// rows and tables instead of writing the document.
 //
 // Usage: go run ./bench/cmd/benchreport [-o docs/benchmarks.md] [-only overhead,store]
 package main
@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type options struct {
 	warmup        int
 	coldStarts    int
 	overshootReps int
+	rttItems      []int // by bench.RTTs
 	rssCap        int64
 	attackTimeout time.Duration
 }
@@ -40,6 +42,12 @@ func main() {
 	flag.IntVar(&o.items, "items", 300, "timed work items per era and client (overhead)")
 	flag.IntVar(&o.warmup, "warmup", 20, "untimed work items per era and client before timing")
 	flag.IntVar(&o.coldStarts, "coldstarts", 20, "cold starts per function")
+	o.rttItems = []int{20, 8}
+	flag.Func("rtt-items", "timed work items per case at each of the RTTs 20 ms and 100 ms (rtt; default 20,8)", func(v string) error {
+		n, err := parseCounts(v, len(bench.RTTs))
+		o.rttItems = n
+		return err
+	})
 	flag.IntVar(&o.overshootReps, "overshoot-reps", 3, "repetitions per operation and client (overshoot)")
 	rssCapGiB := flag.Float64("rss-cap", 8, "GiB of RSS at which a memory child is killed")
 	flag.DurationVar(&o.attackTimeout, "attack-timeout", 2*time.Minute, "time after which a memory child is killed")
@@ -102,6 +110,7 @@ func run(out, only string, o options) error {
 	total := time.Since(start)
 
 	if only != "" {
+		fmt.Print(summaryTable(results))
 		for _, r := range results {
 			fmt.Print(r.markdown())
 		}
@@ -116,6 +125,23 @@ func run(out, only string, o options) error {
 		return fmt.Errorf("sections failed: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// parseCounts parses want comma-separated positive counts.
+func parseCounts(v string, want int) ([]int, error) {
+	fields := strings.Split(v, ",")
+	if len(fields) != want {
+		return nil, fmt.Errorf("%q: want %d comma-separated counts", v, want)
+	}
+	out := make([]int, want)
+	for i, f := range fields {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: %q is not a positive count", v, f)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // env is what sections share: options, a scratch directory, and binaries

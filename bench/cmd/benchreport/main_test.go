@@ -40,10 +40,38 @@ func TestFormatting(t *testing.T) {
 		{"singular", plural(1, "write"), "1 write"},
 		{"plural", plural(42, "write"), "42 writes"},
 		{"cut", oneLine("abcdef", 3), "abc…"},
+		{"round-trip time", millis(20 * time.Millisecond), "20 ms"},
+		{"count range", countRange([]int{2, 3, 2}), "2–3"},
+		{"equal counts", countRange([]int{5, 5}), "5"},
 		{"quoted ldflags", quoteFlags([]string{"-trimpath", "-ldflags=-s -w"})[1], "-ldflags='-s -w'"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"two", "20,8", []int{20, 8}, false},
+		{"spaces", "20, 8", []int{20, 8}, false},
+		{"too few", "20", nil, true},
+		{"zero", "20,0", nil, true},
+		{"not a number", "20,x", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCounts(tc.in, 2)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("parseCounts(%q) error = %v, want error %t", tc.in, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("parseCounts(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
 	}
 }

@@ -77,6 +77,16 @@ func document(m bench.Machine, start time.Time, total time.Duration, results []r
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs (`nproc`), %s memory, %s, Linux %s, %s.\n\n",
 		orDash(m.CPU), m.NumCPU, bytesString(m.MemTotal), m.GoVersion, orDash(m.Kernel), m.OSArch)
 
+	b.WriteString(summaryTable(results))
+	for _, r := range results {
+		b.WriteString(r.markdown())
+	}
+	return b.String()
+}
+
+// summaryTable is the document's head table: every section's summary rows.
+func summaryTable(results []result) string {
+	var b strings.Builder
 	b.WriteString("| # | measurement | target | measured | verdict |\n|---|---|---|---|---|\n")
 	for _, r := range results {
 		if r.err != nil {
@@ -87,9 +97,6 @@ func document(m bench.Machine, start time.Time, total time.Duration, results []r
 		}
 	}
 	b.WriteString("\n")
-	for _, r := range results {
-		b.WriteString(r.markdown())
-	}
 	return b.String()
 }
 
