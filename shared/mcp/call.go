@@ -77,7 +77,7 @@ func (c *Conn) call(ctx context.Context, what, name string, args any) (*sdk.Call
 		done()
 		return res, nil
 	}
-	again, cerr := c.unprime(octx, op, err)
+	again, cerr := c.unprime(octx, op)
 	err = c.fail(octx, op, what, ErrServerAnswered, err)
 	done()
 	switch {

@@ -145,13 +145,13 @@ func (c *Conn) handshake(ctx context.Context, hint string) (*sdk.ClientSession, 
 }
 
 // unprime connects again, unprimed, once, when the server refused op's
-// primed request (error err) as a legacy server. again reports that it did
-// and the request may be sent again; a failed connect is returned.
-func (c *Conn) unprime(ctx context.Context, op *operation, err error) (again bool, _ error) {
+// primed request as a legacy server. again reports that it did and the
+// request may be sent again; a failed connect is returned.
+func (c *Conn) unprime(ctx context.Context, op *operation) (again bool, _ error) {
 	c.mu.Lock()
 	first := c.stats.Primed && !c.stats.PrimeFallback
 	c.mu.Unlock()
-	if !first || ctx.Err() != nil || !refusedAsLegacy(c.tr.refusal(op), err) {
+	if !first || ctx.Err() != nil || !c.tr.refusal(op).legacy() {
 		return false, nil
 	}
 	c.mu.Lock()

@@ -3,13 +3,11 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,19 +81,38 @@ func primedAnswer(req *http.Request, id, result []byte) *http.Response {
 	}
 }
 
-// refusedAsLegacy reports whether err, from a primed request the server
-// answered with status, says the server does not speak the primed version:
-// an HTTP 400 carrying an unsupported-version error, or a legacy server's
-// refusal of a request that has no session or initialize before it. The
-// server refused before running anything, so connecting again is safe.
-func refusedAsLegacy(status int, err error) bool {
-	var we *jsonrpc.Error
-	if status != http.StatusBadRequest || !errors.As(err, &we) {
+// refusal is a non-2xx answer's status and JSON-RPC error.
+type refusal struct {
+	status  int
+	code    int64
+	message string
+}
+
+// refusalOf reads the code and message of the JSON-RPC error object raw.
+// The SDK cannot always surface them: a TypeScript SDK refusal has a null
+// id, which it does not decode.
+func refusalOf(status int, raw []byte) refusal {
+	r := refusal{status: status}
+	var e map[string]json.RawMessage
+	if json.Unmarshal(raw, &e) == nil {
+		_ = json.Unmarshal(e["code"], &r.code)
+		_ = json.Unmarshal(e["message"], &r.message)
+	}
+	return r
+}
+
+// legacy reports whether r, the answer to a primed request, says the
+// server does not speak the primed version: an HTTP 400 carrying an
+// unsupported-version error, or a legacy server's refusal of a request
+// that has no session or initialize before it. The server refused before
+// running anything, so connecting again is safe.
+func (r refusal) legacy() bool {
+	if r.status != http.StatusBadRequest {
 		return false
 	}
-	if we.Code == sdk.CodeUnsupportedProtocolVersion {
+	if r.code == sdk.CodeUnsupportedProtocolVersion {
 		return true
 	}
-	m := strings.ToLower(we.Message)
+	m := strings.ToLower(r.message)
 	return strings.Contains(m, "protocol version") || strings.Contains(m, "not initialized") || strings.Contains(m, "session")
 }

@@ -71,7 +71,7 @@ type operation struct {
 	last     string            // key of the last request sent, "" before any
 	page     json.RawMessage   // result of the last tools/list answered
 	pageID   string
-	refused  int // status of the last non-2xx answer that carried a JSON-RPC error
+	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
 }
 
 func newTransport(next http.RoundTripper, endpoint *url.URL, token string) *transport {
@@ -187,9 +187,9 @@ func (t *transport) takePrimer() []byte {
 	return p
 }
 
-// refusal is the status of the last non-2xx answer op saw carrying a
-// JSON-RPC error, or 0.
-func (t *transport) refusal(op *operation) int {
+// refusal is the last non-2xx answer op saw carrying a JSON-RPC error
+// (zero if none).
+func (t *transport) refusal(op *operation) refusal {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return op.refused
@@ -636,7 +636,7 @@ func (t *transport) observeRefusal(op *operation, status int, body []byte) {
 	key := idKey(m.id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	op.refused = status
+	op.refused = refusalOf(status, m.error)
 	if _, ours := op.calls[key]; ours {
 		op.answered[key] = true
 	} else if key == "" {
