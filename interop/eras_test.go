@@ -115,3 +115,90 @@ func TestTypeScriptSDKEras(t *testing.T) {
 		})
 	}
 }
+
+// TestPrimedCall primes a call with what a connection to the same server
+// recorded: no server/discover goes out and the call is one HTTP request,
+// against the TypeScript SDK v2 server and a go-sdk stateless one. A v1
+// server, standing for one that moved back to the legacy era, refuses the
+// primed call; the Conn connects again unprimed and the call is answered.
+func TestPrimedCall(t *testing.T) {
+	requireInterop(t)
+	ts2 := startTS2(t)
+	discovery := recordDiscovery(t, ts2.URL, ts2.Output)
+	ts1 := startTS1(t)
+	gosdk := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	noOutput := func() string { return "" }
+	tests := []struct {
+		name      string
+		url       string
+		output    func() string
+		discovery string
+		args      string
+		want      string
+		version   string
+		requests  int
+		fallback  bool
+	}{
+		{name: "TypeScript v2: one request", url: ts2.URL, output: ts2.Output, discovery: discovery,
+			args: `{"message":"primed"}`, want: "echo: primed", version: "2026-07-28", requests: 1},
+		{name: "go-sdk stateless: one request", url: gosdk.URL, output: noOutput, discovery: recordDiscovery(t, gosdk.URL, noOutput),
+			args: `{"text":"primed"}`, want: "primed", version: "2026-07-28", requests: 1},
+		// the refused call, server/discover, initialize,
+		// notifications/initialized, the call; no session id, no DELETE.
+		{name: "TypeScript v1: refused, then connected again", url: ts1.URL, output: ts1.Output, discovery: discovery,
+			args: `{"message":"primed"}`, want: "echo: primed", version: "2025-11-25", requests: 5, fallback: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hc, err := mcptest.LoopbackClient(tt.url, mcp.CallTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(hc.CloseIdleConnections)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			conn, err := mcp.Connect(ctx, mcp.Config{URL: tt.url, HTTPClient: hc, ProtocolVersion: "2026-07-28", Discovery: tt.discovery})
+			if err != nil {
+				t.Fatalf("Connect: %v\n%s", err, tt.output())
+			}
+			if n := conn.Stats().Requests; n != 0 {
+				t.Errorf("a primed Connect sent %d requests", n)
+			}
+			res, err := conn.CallTool(ctx, "echo", json.RawMessage(tt.args))
+			if err != nil {
+				t.Fatalf("CallTool: %v\n%s", err, tt.output())
+			}
+			if diff := cmp.Diff(&mcp.CallResult{Content: []mcp.Content{{Type: "text", Text: tt.want}}}, res); diff != "" {
+				t.Errorf("CallTool (-want +got):\n%s", diff)
+			}
+			if err := conn.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			s := conn.Stats()
+			if s.Requests != tt.requests || s.ProtocolVersion != tt.version || !s.Primed || s.PrimeFallback != tt.fallback {
+				t.Errorf("Stats = %+v, want %d requests at %s, primed, fallback %t", s, tt.requests, tt.version, tt.fallback)
+			}
+		})
+	}
+}
+
+// recordDiscovery connects to url as discovery does and returns the
+// server/discover answer a catalog would keep.
+func recordDiscovery(t *testing.T, url string, output func() string) string {
+	t.Helper()
+	hc, err := mcptest.LoopbackClient(url, mcp.CallTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.CloseIdleConnections)
+	conn, err := mcp.Connect(t.Context(), mcp.Config{URL: url, HTTPClient: hc})
+	if err != nil {
+		t.Fatalf("Connect: %v\n%s", err, output())
+	}
+	defer conn.Close()
+	d := conn.Stats().Discovery
+	if d == "" {
+		t.Fatalf("the connection recorded no server/discover answer (%+v)", conn.Stats())
+	}
+	return d
+}

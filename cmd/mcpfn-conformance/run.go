@@ -125,9 +125,9 @@ func runScenario(ctx context.Context, cfg mcp.Config, p plan, scenarioCtx json.R
 		return err
 	}
 	defer func() {
-		s := conn.Stats()
-		fmt.Fprintf(w, "stats: %d requests, %d response bytes\n", s.Requests, s.ResponseBytes)
 		err = errors.Join(err, conn.Close())
+		s := conn.Stats() // after Close: the closing DELETE is one of the requests
+		fmt.Fprintf(w, "stats: %d requests, %d response bytes\n", s.Requests, s.ResponseBytes)
 	}()
 	s := conn.Stats()
 	fmt.Fprintf(w, "connected: protocol %s, server %q %q\n", s.ProtocolVersion, s.ServerName, s.ServerVersion)

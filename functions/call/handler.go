@@ -99,14 +99,14 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		it.Annotate(slog.String("catalog_id", req.CatalogID))
 	}
 
-	hint, err := h.member(ctx, it, req)
+	prime, err := h.member(ctx, it, req)
 	if err != nil {
 		return nil, err
 	}
 
 	key, kind := idempotencyKey(req, it)
 	if key == "" {
-		res, _, err := h.call(ctx, it, req, hint)
+		res, _, err := h.call(ctx, it, req, prime)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		it.Annotate(slog.Bool("lease_taken_over", true))
 	}
 
-	res, ran, err := h.call(ctx, it, req, hint)
+	res, ran, err := h.call(ctx, it, req, prime)
 	if !ran {
 		if rerr := h.Ledger.Release(ctx, key); rerr != nil {
 			h.logger().Warn("ledger release failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(rerr.Error()))
@@ -153,32 +153,39 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	return res, nil
 }
 
-// member checks the tool against the stored catalog and returns the
-// protocol version recorded there, or "" without a catalog.
-func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (string, error) {
+// primer is what a catalog tells a connection: the protocol version its
+// latest discovery negotiated, and that discovery's server/discover answer.
+type primer struct {
+	protocolVersion string
+	discovery       string
+}
+
+// member checks the tool against the stored catalog and returns what the
+// catalog primes the connection with (nothing without a catalog).
+func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (primer, error) {
 	if req.CatalogID == "" {
-		return "", nil
+		return primer{}, nil
 	}
 	m, err := h.Catalog.Lookup(ctx, req.CatalogID, req.ToolName)
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
-		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has not been discovered", req.ToolName, req.CatalogID)
+		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has not been discovered", req.ToolName, req.CatalogID)
 	case errors.Is(err, catalog.ErrInvalidID):
-		return "", wire.Errorf(wire.InvalidRequest, err, "catalog_id")
+		return primer{}, wire.Errorf(wire.InvalidRequest, err, "catalog_id")
 	case err != nil:
-		return "", wire.Errorf(wire.Internal, err, "the catalog store failed")
+		return primer{}, wire.Errorf(wire.Internal, err, "the catalog store failed")
 	case m.Version == "":
-		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
+		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
 	case !m.Found:
-		return "", wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
+		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
 	it.Annotate(slog.String("catalog_version", m.Version))
-	return m.ProtocolVersion, nil
+	return primer{protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery}, nil
 }
 
 // call connects and calls. ran reports whether the tools/call request may
 // have reached the server (the tool may have run).
-func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, hint string) (res *render.ToolResult, ran bool, err error) {
+func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer) (res *render.ToolResult, ran bool, err error) {
 	token, err := runner.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, false, err
@@ -189,14 +196,16 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, hint s
 	if client == nil {
 		client = mcp.CallClient
 	}
-	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client, ProtocolVersion: hint})
+	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client,
+		ProtocolVersion: p.protocolVersion, Discovery: p.discovery})
 	if err != nil {
 		return nil, false, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
 	}
 	defer func() {
-		s := conn.Stats()
-		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
 		_ = conn.Close()
+		s := conn.Stats() // after Close: the closing DELETE is one of the requests
+		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
+		h.notePriming(it, s)
 	}()
 	result, err := conn.CallTool(octx, req.ToolName, req.arguments())
 	var tr render.ToolResult
@@ -227,6 +236,21 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, hint s
 		return nil, true, wire.Errorf(wire.ClassifyMCP(err), err, "the tool call failed")
 	}
 	return &tr, true, nil
+}
+
+// notePriming puts on the summary line whether the connection was primed
+// from the catalog and whether it had to connect again, unprimed; a
+// fallback is also a warning of its own: the catalog is out of date.
+func (h *Handler) notePriming(it *runner.Item, s mcp.Stats) {
+	if !s.Primed {
+		return
+	}
+	it.Annotate(slog.Bool("primed", true))
+	if s.PrimeFallback {
+		it.Annotate(slog.Bool("prime_fallback", true))
+		h.logger().Warn("the primed call was refused as a legacy server; connected again unprimed",
+			"request_id", it.RequestID, "work_item", it.ID, "protocol_version", s.ProtocolVersion)
+	}
 }
 
 func (h *Handler) logger() *slog.Logger {

@@ -68,7 +68,8 @@ func (s *stack) discover(t *testing.T, id string, srv *mcptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Store.Put(t.Context(), id, catalog.Discovery{Listing: listing, ProtocolVersion: conn.Stats().ProtocolVersion}); err != nil {
+	st := conn.Stats()
+	if _, err := s.Store.Put(t.Context(), id, catalog.Discovery{Listing: listing, ProtocolVersion: st.ProtocolVersion, ServerDiscovery: st.Discovery}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -329,8 +330,8 @@ func TestDuplicateDeliveryRunsOnce(t *testing.T) {
 }
 
 // TestCatalogGatesTheCall: with catalog_id, a tool the stored catalog lacks
-// is refused before any connection, and a listed one runs with the
-// recorded protocol version.
+// is refused before any connection, and a listed one runs primed from the
+// recorded server/discover answer: one HTTP request.
 func TestCatalogGatesTheCall(t *testing.T) {
 	s := newStack(t, nil)
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true})
@@ -352,7 +353,45 @@ func TestCatalogGatesTheCall(t *testing.T) {
 	if want := `{"type":"tool_result","tool_use_id":"toolu_add","is_error":false,"content":[{"type":"text","text":"5"},{"type":"text","text":"{\"sum\":5}"}]}`; string(got) != want {
 		t.Errorf("result %s, want %s", got, want)
 	}
-	if sums := s.Logs.Summaries(); len(sums) != 1 || sums[0]["protocol_version"] != "2026-07-28" || sums[0]["catalog_version"] == "" {
-		t.Errorf("summaries %v, want one with protocol 2026-07-28 and the catalog version", sums)
+	if sums := s.Logs.Summaries(); len(sums) != 1 || sums[0]["protocol_version"] != "2026-07-28" || sums[0]["catalog_version"] == "" ||
+		sums[0]["requests"] != 1.0 || sums[0]["primed"] != true || sums[0]["prime_fallback"] != nil {
+		t.Errorf("summaries %v, want one with protocol 2026-07-28, the catalog version, primed, 1 request", sums)
+	}
+	if n := srv.Requests() - before; n != 1 {
+		t.Errorf("the server got %d requests for a primed call, want 1", n)
+	}
+}
+
+// TestPrimedCallFallsBack: the catalog recorded a 2026-07-28 server, which
+// has since moved to the legacy era. The primed call is refused, the call
+// connects again unprimed within its budget, the tool runs once, and the
+// summary line and a warning say so.
+func TestPrimedCallFallsBack(t *testing.T) {
+	s := newStack(t, nil)
+	modern := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	s.discover(t, "moved", modern)
+	legacy := mcptest.NewServer(t, mcptest.Options{})
+	s.Logs.Reset()
+	out, err := s.Invoke(t, []byte(callBody(map[string]any{"server_url": legacy.URL, "tool_name": "add", "arguments": map[string]int{"a": 2, "b": 3}, "catalog_id": "moved", "tool_use_id": "toolu_moved"})), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(out); !strings.Contains(string(got), `"is_error":false`) {
+		t.Errorf("result %s", got)
+	}
+	if n := legacy.CallCount("add"); n != 1 {
+		t.Errorf("add ran %d times, want 1", n)
+	}
+	want := []string{"tools/call", "server/discover", "initialize", "notifications/initialized", "tools/call", "DELETE"}
+	if got := legacy.Methods(); !slices.Equal(got, want) {
+		t.Errorf("methods %v, want %v", got, want)
+	}
+	sums := s.Logs.Summaries()
+	if len(sums) != 1 || sums[0]["protocol_version"] != "2025-11-25" || sums[0]["requests"] != float64(len(want)) ||
+		sums[0]["primed"] != true || sums[0]["prime_fallback"] != true {
+		t.Errorf("summaries %v, want one with 2025-11-25, %d requests, primed and prime_fallback", sums, len(want))
+	}
+	if !strings.Contains(s.Logs.String(), "connected again unprimed") {
+		t.Errorf("no fallback warning in the logs:\n%s", s.Logs.String())
 	}
 }

@@ -130,8 +130,8 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
 	}
 	listing, err := conn.ListTools(octx)
-	stats := conn.Stats()
 	_ = conn.Close()
+	stats := conn.Stats() // after Close: the closing DELETE is one of the requests
 	it.SetUsage(stats.ProtocolVersion, stats.Requests, stats.ResponseBytes)
 	if err != nil {
 		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not list the MCP server's tools")
@@ -143,6 +143,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		ProtocolVersion: stats.ProtocolVersion,
 		ServerName:      stats.ServerName,
 		ServerVersion:   stats.ServerVersion,
+		ServerDiscovery: stats.Discovery,
 		StartedAt:       start,
 	})
 	switch {

@@ -184,17 +184,25 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := out.(*Result)
-			wantVersion := "2025-11-25"
+			// Four pages of tools; the legacy era adds initialize,
+			// notifications/initialized and the closing DELETE.
+			wantVersion, wantRequests := "2025-11-25", 8
 			if stateless {
-				wantVersion = "2026-07-28"
+				wantVersion, wantRequests = "2026-07-28", 5
 			}
 			if res.ToolCount != 15 || res.Unchanged || res.ProtocolVersion != wantVersion || res.Server.Name != mcptest.Name ||
-				res.Requests == 0 || res.ResponseBytes == 0 || len(res.Refused) != 0 || res.Version == "" {
-				t.Errorf("result %+v", res)
+				res.Requests != wantRequests || res.ResponseBytes == 0 || len(res.Refused) != 0 || res.Version == "" {
+				t.Errorf("result %+v, want %d requests", res, wantRequests)
+			}
+			if srv.Requests() != wantRequests {
+				t.Errorf("the server got %d requests, the result says %d", srv.Requests(), res.Requests)
 			}
 			got, err := s.Store.Get(t.Context(), "fixture")
 			if err != nil || len(got.Tools) != 15 || got.Version != res.Version || got.ProtocolVersion != wantVersion {
 				t.Fatalf("stored %+v, %v", got, err)
+			}
+			if (got.ServerDiscovery != "") != stateless {
+				t.Errorf("stored server/discover answer %q; want one exactly for the 2026-07-28 server", got.ServerDiscovery)
 			}
 
 			again, err := s.invoke(t, req)

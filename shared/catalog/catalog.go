@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,12 +29,15 @@ const MaxIDBytes = 1024
 
 // Discovery is one successful listing of a server, as handed to Put.
 // StartedAt orders discoveries of the same id: a later start wins. A zero
-// StartedAt means the store's current time.
+// StartedAt means the store's current time. ServerDiscovery is the
+// connection's mcp.Stats.Discovery, kept for priming calls; one that is
+// not JSON or exceeds mcp.MaxDiscoveryBytes is not kept.
 type Discovery struct {
 	Listing         mcp.Listing
 	ProtocolVersion string
 	ServerName      string
 	ServerVersion   string
+	ServerDiscovery string
 	StartedAt       time.Time
 }
 
@@ -64,6 +68,7 @@ type Catalog struct {
 	ProtocolVersion string
 	ServerName      string
 	ServerVersion   string
+	ServerDiscovery string
 	ContentHash     string
 	DiscoveredAt    time.Time
 	CheckedAt       time.Time
@@ -78,12 +83,13 @@ type Failure struct {
 }
 
 // Membership answers whether a tool is in the current version of a catalog.
-// Version and ProtocolVersion are those of the current version (empty when
-// only a failure is recorded).
+// Version, ProtocolVersion and ServerDiscovery are those of the latest
+// discovery (empty when only a failure is recorded).
 type Membership struct {
 	Found           bool
 	Version         string
 	ProtocolVersion string
+	ServerDiscovery string
 }
 
 // Store is what both implementations offer; consumers declare the subset
@@ -104,6 +110,15 @@ var (
 	_ Store = (*Dynamo)(nil)
 	_ Store = (*Dir)(nil)
 )
+
+// keptDiscovery is the ServerDiscovery Put keeps: d's, or "" when it is
+// not JSON or too large.
+func keptDiscovery(d Discovery) string {
+	if len(d.ServerDiscovery) > mcp.MaxDiscoveryBytes || !json.Valid([]byte(d.ServerDiscovery)) {
+		return ""
+	}
+	return d.ServerDiscovery
+}
 
 // ValidateID reports whether id can be a catalog id: 1 to MaxIDBytes bytes
 // of valid UTF-8. The error wraps ErrInvalidID.

@@ -53,6 +53,7 @@ type dirHead struct {
 	ProtocolVersion string      `json:"protocol_version,omitempty"`
 	ServerName      string      `json:"server_name,omitempty"`
 	ServerVersion   string      `json:"server_version,omitempty"`
+	ServerDiscovery string      `json:"server_discovery,omitempty"`
 	DiscoveredAt    time.Time   `json:"discovered_at"`
 	CheckedAt       time.Time   `json:"checked_at"`
 	ToolCount       int         `json:"tool_count"`
@@ -108,6 +109,7 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 	}
 	h.Latest, h.CheckedAt = p.key, p.started
 	h.ProtocolVersion, h.ServerName, h.ServerVersion = d.ProtocolVersion, d.ServerName, d.ServerVersion
+	h.ServerDiscovery = keptDiscovery(d)
 	if h.Version != "" && h.ContentHash == p.hash {
 		if err := writeJSON(dir, headFile, h); err != nil {
 			return PutResult{}, err
@@ -163,7 +165,7 @@ func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
 		}
 		c := &Catalog{
 			ID: id, Version: h.Version, ProtocolVersion: h.ProtocolVersion,
-			ServerName: h.ServerName, ServerVersion: h.ServerVersion, ContentHash: h.ContentHash,
+			ServerName: h.ServerName, ServerVersion: h.ServerVersion, ServerDiscovery: h.ServerDiscovery, ContentHash: h.ContentHash,
 			DiscoveredAt: h.DiscoveredAt, CheckedAt: h.CheckedAt,
 		}
 		if f := h.LastFailure; f != nil {
@@ -208,7 +210,7 @@ func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, erro
 		return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	_, found := slices.BinarySearch(h.Names, toolName)
-	return Membership{Found: found, Version: h.Version, ProtocolVersion: h.ProtocolVersion}, nil
+	return Membership{Found: found, Version: h.Version, ProtocolVersion: h.ProtocolVersion, ServerDiscovery: h.ServerDiscovery}, nil
 }
 
 // RecordFailure records f as the last failure of id unless a later one is

@@ -37,6 +37,7 @@ const (
 	attrProtocol      = "protocol_version"
 	attrServerName    = "server_name"
 	attrServerVersion = "server_version"
+	attrDiscovery     = "server_discovery"
 	attrDiscoveredAt  = "discovered_at"
 	attrCheckedAt     = "checked_at"
 	attrToolCount     = "tool_count"
@@ -139,6 +140,7 @@ type head struct {
 	protocol        string
 	serverName      string
 	serverVersion   string
+	discovery       string
 	discoveredAt    time.Time
 	checkedAt       time.Time
 	toolCount       int
@@ -262,9 +264,10 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 		}
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
 	}
+	set, remove := e.discovery(p.d, set, nil)
 	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
 		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
-	return s.updateHead(ctx, id, "SET "+strings.Join(set, ", "), cond, e)
+	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
 }
 
 // flip points the head at p's version if no later discovery is recorded
@@ -286,20 +289,20 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards
 		e.n(attrToolsExpire) + " = " + e.num("exp", expires),
 		e.n(attrShards) + " = " + e.num("shards", int64(shards)),
 	}
-	update := ""
+	var remove []string
 	if len(p.entries) <= s.nameIndexMax {
 		set = append(set, e.n(attrNameIndex)+" = "+e.b("ix", nameIndex(p.entries)))
-		update = "SET " + strings.Join(set, ", ")
 	} else {
-		update = "SET " + strings.Join(set, ", ") + " REMOVE " + e.n(attrNameIndex)
+		remove = append(remove, e.n(attrNameIndex))
 	}
+	set, remove = e.discovery(p.d, set, remove)
 	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
 	if h.version == "" {
 		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"
 	} else {
 		cond += e.n(attrVersion) + " = " + e.s("old", h.version)
 	}
-	return s.updateHead(ctx, id, update, cond, e)
+	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
 }
 
 // updateHead applies a conditional update to the head; false means the
@@ -494,7 +497,7 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		if !h.exists {
 			return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
-		m := Membership{Version: h.version, ProtocolVersion: h.protocol}
+		m := Membership{Version: h.version, ProtocolVersion: h.protocol, ServerDiscovery: h.discovery}
 		if h.version == "" {
 			return m, nil
 		}
@@ -574,6 +577,7 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 		protocol:      stringAttr(item, attrProtocol),
 		serverName:    stringAttr(item, attrServerName),
 		serverVersion: stringAttr(item, attrServerVersion),
+		discovery:     stringAttr(item, attrDiscovery),
 		discoveredAt:  parseTime(stringAttr(item, attrDiscoveredAt)),
 		checkedAt:     parseTime(stringAttr(item, attrCheckedAt)),
 	}
@@ -603,6 +607,7 @@ func (h *head) catalog(id string) *Catalog {
 		ProtocolVersion: h.protocol,
 		ServerName:      h.serverName,
 		ServerVersion:   h.serverVersion,
+		ServerDiscovery: h.discovery,
 		ContentHash:     h.hash,
 		DiscoveredAt:    h.discoveredAt,
 		CheckedAt:       h.checkedAt,
@@ -726,6 +731,24 @@ func numberAttr(item map[string]types.AttributeValue, name string) string {
 		return v.Value
 	}
 	return ""
+}
+
+// discovery adds d's kept ServerDiscovery to set, or its removal to
+// remove when there is none.
+func (e *expr) discovery(d Discovery, set, remove []string) ([]string, []string) {
+	if kept := keptDiscovery(d); kept != "" {
+		return append(set, e.n(attrDiscovery)+" = "+e.s("sd", kept)), remove
+	}
+	return set, append(remove, e.n(attrDiscovery))
+}
+
+// updateExpr is an update expression of set and remove clauses.
+func updateExpr(set, remove []string) string {
+	u := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		u += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return u
 }
 
 // expr collects the placeholders of one expression: every attribute name

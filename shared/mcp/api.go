@@ -47,12 +47,24 @@ var (
 // Config describes one MCP server connection. A nil HTTPClient selects
 // DefaultClient. ProtocolVersion is an optional hint: a version this server
 // negotiated before; a wrong hint still connects.
+//
+// Discovery optionally primes the connection: an earlier connection's
+// Stats.Discovery. When it names a supported version of 2026-07-28 or
+// later, Connect sends nothing (the SDK's server/discover is answered from
+// it) and a call is one HTTP request; if the server then refuses that call
+// as a legacy or unsupported-version server, CallTool connects again,
+// unprimed, and calls once more (Stats.PrimeFallback). Anything else in
+// Discovery is ignored.
 type Config struct {
 	URL             string
 	BearerToken     string
 	HTTPClient      *http.Client
 	ProtocolVersion string
+	Discovery       string
 }
+
+// MaxDiscoveryBytes bounds Stats.Discovery and Config.Discovery.
+const MaxDiscoveryBytes = 16 << 10
 
 // Tool is one accepted tool, in the shape the platform stores and hands the
 // model (Anthropic tool-definition field names).
@@ -92,11 +104,20 @@ type CallResult struct {
 	Structured json.RawMessage
 }
 
-// Stats is what a connection cost so far.
+// Stats is what a connection cost so far; it is comparable. Requests
+// counts every HTTP request sent, the closing DELETE included once Close
+// has returned. Discovery is, for a connection at 2026-07-28 or later, the
+// server/discover result (JSON) to record for priming: its version,
+// capabilities and server info; empty past MaxDiscoveryBytes. Primed:
+// Connect answered server/discover from Config.Discovery. PrimeFallback:
+// the server refused the primed call and the Conn connected again.
 type Stats struct {
 	ProtocolVersion string
 	ServerName      string
 	ServerVersion   string
 	Requests        int
 	ResponseBytes   int64
+	Discovery       string
+	Primed          bool
+	PrimeFallback   bool
 }

@@ -19,7 +19,9 @@ var errNotObject = errors.New("mcp: arguments are not a JSON object")
 // ErrServerAnswered when the server answered unusably (a JSON-RPC error, an
 // unreadable result, a request for input, blocks all of types a tool result
 // cannot carry), else ErrUnauthorized, guard errors, ErrBudgetExceeded,
-// ErrNotConnected, or a network error or deadline.
+// ErrNotConnected, or a network error or deadline. On a primed Conn that
+// the server refuses as a legacy server, it connects again and calls once
+// more, within the same budget (see Config.Discovery).
 func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMessage) (*CallResult, error) {
 	if c == nil || c.cs == nil {
 		return nil, fmt.Errorf("mcp: call %q: %w: the Conn did not come from Connect", truncate(name, 128), ErrNotConnected)
@@ -34,13 +36,10 @@ func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMess
 
 	ctx, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
-	ctx, op, done := c.begin(ctx)
-	defer done()
-
 	what := fmt.Sprintf("call %q", truncate(name, 128))
-	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	res, err := c.call(ctx, what, name, args)
 	if err != nil {
-		return nil, c.fail(ctx, op, what, ErrServerAnswered, err)
+		return nil, err
 	}
 	if res.NeedsInput() {
 		return nil, fmt.Errorf("mcp: %s: %w: the server asked for input (input_required) and this client has none to give", what, ErrServerAnswered)
@@ -66,6 +65,33 @@ func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMess
 		out.Structured = s
 	}
 	return out, nil
+}
+
+// call sends one tools/call, and sends it again after connecting unprimed
+// when the primed one was refused (unprime). Each attempt gets its own
+// params: the SDK adds the session's _meta to them.
+func (c *Conn) call(ctx context.Context, what, name string, args any) (*sdk.CallToolResult, error) {
+	octx, op, done := c.begin(ctx)
+	res, err := c.cs.CallTool(octx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err == nil {
+		done()
+		return res, nil
+	}
+	again, cerr := c.unprime(octx, op)
+	err = c.fail(octx, op, what, ErrServerAnswered, err)
+	done()
+	switch {
+	case cerr != nil:
+		return nil, fmt.Errorf("%w (connecting again, unprimed, after: %v)", cerr, err)
+	case !again:
+		return nil, err
+	}
+	octx, op, done = c.begin(ctx)
+	defer done()
+	if res, err = c.cs.CallTool(octx, &sdk.CallToolParams{Name: name, Arguments: args}); err != nil {
+		return nil, c.fail(octx, op, what, ErrServerAnswered, err)
+	}
+	return res, nil
 }
 
 // content converts one SDK block. keep is false for the sampling-only

@@ -50,6 +50,7 @@ var implementation = &sdk.Implementation{Name: "mcpfn", Version: "1"}
 type Conn struct {
 	cs       *sdk.ClientSession
 	tr       *transport
+	hc       *http.Client
 	log      *dropLog
 	endpoint string
 	query    string
@@ -91,37 +92,76 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		CheckRedirect: tr.checkRedirect(base.CheckRedirect),
 		Jar:           base.Jar,
 	}
-	c := &Conn{tr: tr, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
-
-	ctx, cancel := context.WithTimeout(ctx, connectBudget)
-	defer cancel()
-	defer killAfter(ctx, connectGrace, tr.kill)()
+	c := &Conn{tr: tr, hc: hc, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
 
 	hint := cfg.ProtocolVersion
 	if !slices.Contains(sdk.SupportedProtocolVersions(), hint) {
 		hint = ""
 	}
-	cs, err := c.connect(ctx, hc, hint)
+	v, result, primed := primer(cfg.Discovery)
+	if primed {
+		hint, tr.primer = v, result
+	}
+	if _, err := c.handshake(ctx, hint); err != nil {
+		tr.kill()
+		return nil, err
+	}
+	c.stats.Primed = primed && tr.takePrimer() == nil // the SDK asked, and was answered locally
+	return c, nil
+}
+
+// handshake connects within connectBudget and ctx, retrying once without
+// the hint when a hinted handshake failed in a way a wrong hint explains,
+// and records the session and what the server said of itself.
+func (c *Conn) handshake(ctx context.Context, hint string) (*sdk.ClientSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectBudget)
+	defer cancel()
+	defer killAfter(ctx, connectGrace, c.tr.kill)()
+
+	cs, err := c.connect(ctx, c.hc, hint)
 	if err != nil && hint != "" && ctx.Err() == nil && !errors.Is(err, ErrUnauthorized) &&
 		!errors.Is(err, guard.ErrDenied) && !errors.Is(err, guard.ErrRedirect) && !errors.Is(err, ErrBudgetExceeded) {
-		cs, err = c.connect(ctx, hc, "")
+		cs, err = c.connect(ctx, c.hc, "")
 	}
-	if err == nil && tr.life.Err() != nil {
+	if err == nil && c.tr.life.Err() != nil {
 		_ = cs.Close()
 		err = fmt.Errorf("mcp: connect: %w", context.Cause(ctx))
 	}
 	if err != nil {
-		tr.kill()
 		return nil, err
 	}
-	c.cs = cs
 	res := cs.InitializeResult()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cs = cs
 	c.stats.ProtocolVersion = res.ProtocolVersion
+	c.stats.ServerName, c.stats.ServerVersion = "", ""
 	if res.ServerInfo != nil {
 		c.stats.ServerName = truncate(res.ServerInfo.Name, 256)
 		c.stats.ServerVersion = truncate(res.ServerInfo.Version, 256)
 	}
-	return c, nil
+	c.stats.Discovery = discoveryOf(res, c.stats.ServerName, c.stats.ServerVersion)
+	return cs, nil
+}
+
+// unprime connects again, unprimed, once, when the server refused op's
+// primed request as a legacy server. again reports that it did and the
+// request may be sent again; a failed connect is returned.
+func (c *Conn) unprime(ctx context.Context, op *operation) (again bool, _ error) {
+	c.mu.Lock()
+	first := c.stats.Primed && !c.stats.PrimeFallback
+	c.mu.Unlock()
+	if !first || ctx.Err() != nil || !c.tr.refusal(op).legacy() {
+		return false, nil
+	}
+	c.mu.Lock()
+	c.stats.PrimeFallback = true
+	c.mu.Unlock()
+	_ = c.cs.Close() // primed: the server gave it no session, so this sends nothing
+	if _, err := c.handshake(ctx, ""); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (c *Conn) connect(ctx context.Context, hc *http.Client, hint string) (*sdk.ClientSession, error) {
@@ -243,7 +283,10 @@ func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		timer := time.AfterFunc(closeTimeout, c.tr.kill)
 		c.tr.dropNotices()
-		err := c.cs.Close()
+		c.mu.Lock()
+		cs := c.cs
+		c.mu.Unlock()
+		err := cs.Close()
 		timer.Stop()
 		c.tr.kill()
 		if err != nil {

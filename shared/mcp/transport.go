@@ -56,6 +56,7 @@ type transport struct {
 	spent    error // set once the budget is exceeded; no request is sent after
 	op       *operation
 	notices  map[*http.Request]context.CancelFunc // notifications/cancelled in flight
+	primer   []byte                               // answers the next server/discover locally, once
 }
 
 // operation is what the transport learns during one Connect, ListTools or
@@ -70,6 +71,7 @@ type operation struct {
 	last     string            // key of the last request sent, "" before any
 	page     json.RawMessage   // result of the last tools/list answered
 	pageID   string
+	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
 }
 
 func newTransport(next http.RoundTripper, endpoint *url.URL, token string) *transport {
@@ -176,6 +178,23 @@ func (t *transport) takePage(op *operation) (json.RawMessage, bool) {
 	return p, ok
 }
 
+// takePrimer returns the primed server/discover result, once.
+func (t *transport) takePrimer() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.primer
+	t.primer = nil
+	return p
+}
+
+// refusal is the last non-2xx answer op saw carrying a JSON-RPC error
+// (zero if none).
+func (t *transport) refusal(op *operation) refusal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.refused
+}
+
 func (t *transport) stats() (requests int, charged int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -263,6 +282,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	if msg.method == methodDiscover {
+		if result := t.takePrimer(); result != nil {
+			closeBody(req)
+			return primedAnswer(req, msg.id, result), nil
+		}
+	}
 
 	x := &exchange{t: t}
 	ctx := x.start(req, msg)
@@ -308,7 +333,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case !ok2xx:
-		t.observeRefusal(x.op, body)
+		t.observeRefusal(x.op, resp.StatusCode, body)
 	case msg.key == "":
 	case media == "application/json":
 		body = readdress(body, msg)
@@ -598,9 +623,9 @@ func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool
 	return page
 }
 
-// observeRefusal notes a non-2xx body that carries a JSON-RPC error: the
-// SDK surfaces it as the call's error.
-func (t *transport) observeRefusal(op *operation, body []byte) {
+// observeRefusal notes a non-2xx body that carries a JSON-RPC error, and
+// its status: the SDK surfaces it as the call's error.
+func (t *transport) observeRefusal(op *operation, status int, body []byte) {
 	if op == nil {
 		return
 	}
@@ -611,6 +636,7 @@ func (t *transport) observeRefusal(op *operation, body []byte) {
 	key := idKey(m.id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	op.refused = refusalOf(status, m.error)
 	if _, ours := op.calls[key]; ours {
 		op.answered[key] = true
 	} else if key == "" {

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"FailureFirst", testFailureFirst},
 		{"NotFound", testNotFound},
 		{"ReadersSeeWholeVersions", testReaders},
+		{"ServerDiscovery", testServerDiscovery},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -530,5 +531,35 @@ func Big(t *testing.T, s Store) {
 	again := MustPut(t, s, "big", Discover(l, time.Minute))
 	if !again.Unchanged || again.Version != res.Version {
 		t.Errorf("second Put = %+v, want unchanged", again)
+	}
+}
+
+// testServerDiscovery: the latest discovery's server/discover answer is
+// kept, on a new version and on an unchanged check, and cleared by one
+// without (the server moved to the legacy era); one that is not JSON or
+// too large is not kept.
+func testServerDiscovery(t *testing.T, s Store) {
+	const answer = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+	a, b := Listing(3, "a"), Listing(3, "b")
+	steps := []struct {
+		listing   mcp.Listing
+		discovery string
+		want      string
+	}{
+		{a, answer, answer},              // new version
+		{a, "", ""},                      // unchanged, now legacy
+		{a, answer, answer},              // unchanged, modern again
+		{b, `{"supportedVersions":`, ""}, // new version, broken answer
+		{a, answer, answer},              // new version
+		{a, `{"instructions":"` + strings.Repeat("x", mcp.MaxDiscoveryBytes) + `"}`, ""}, // unchanged, too large
+	}
+	for i, st := range steps {
+		d := Discover(st.listing, time.Duration(i)*time.Minute)
+		d.ServerDiscovery = st.discovery
+		res := MustPut(t, s, "primed", d)
+		if got := MustGet(t, s, "primed").ServerDiscovery; got != st.want {
+			t.Errorf("step %d: Get's ServerDiscovery = %.40q, want %.40q", i, got, st.want)
+		}
+		assertLookup(t, s, "primed", "tool-0", catalog.Membership{Found: true, Version: res.Version, ProtocolVersion: d.ProtocolVersion, ServerDiscovery: st.want})
 	}
 }
