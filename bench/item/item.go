@@ -46,13 +46,16 @@ var ErrUnexpected = errors.New("item: unexpected answer")
 
 // Spec is one work item. SkipList skips the listing and Tool, when empty,
 // the call. WantTools, when positive, is the number of tools the listing
-// must hold. Hint is passed to
-// shared/mcp as Config.ProtocolVersion; the raw SDK ignores it. AfterStep,
+// must hold. Hint and Discovery are passed to shared/mcp as
+// Config.ProtocolVersion and Config.Discovery, and Stats, when set,
+// receives its Stats after Close; the raw SDK ignores all three. AfterStep,
 // when set, runs after each step with the step's name.
 type Spec struct {
 	URL        string
 	HTTPClient *http.Client
 	Hint       string
+	Discovery  string
+	Stats      func(mcp.Stats)
 	SkipList   bool
 	Tool       string
 	Arguments  json.RawMessage
@@ -74,7 +77,7 @@ type Session interface {
 func Connect(ctx context.Context, c Client, s Spec) (Session, error) {
 	switch c {
 	case Ours:
-		conn, err := mcp.Connect(ctx, mcp.Config{URL: s.URL, HTTPClient: s.HTTPClient, ProtocolVersion: s.Hint})
+		conn, err := mcp.Connect(ctx, mcp.Config{URL: s.URL, HTTPClient: s.HTTPClient, ProtocolVersion: s.Hint, Discovery: s.Discovery})
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +108,9 @@ func Run(ctx context.Context, c Client, s Spec) (err error) {
 	}
 	defer func() {
 		cerr := sess.Close()
+		if o, ok := sess.(ours); ok && s.Stats != nil {
+			s.Stats(o.c.Stats())
+		}
 		after(StepClose)
 		if err == nil && cerr != nil {
 			err = fmt.Errorf("%s: close: %w", c, cerr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
 
@@ -81,5 +82,44 @@ func caseName(stateless bool, c Client, name string) string {
 func TestConnectUnknownClient(t *testing.T) {
 	if _, err := Connect(context.Background(), Client("other"), Spec{}); err == nil {
 		t.Error("Connect with an unknown client succeeded")
+	}
+}
+
+// TestStatsAndDiscovery: Stats receives shared/mcp's Stats after Close,
+// whose Discovery primes the next item; the raw SDK ignores both.
+func TestStatsAndDiscovery(t *testing.T) {
+	s := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	call := Spec{URL: s.URL, HTTPClient: s.Client(), SkipList: true, Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`), WantText: "hi"}
+
+	var first mcp.Stats
+	spec := call
+	spec.Stats = func(st mcp.Stats) { first = st }
+	if err := Run(ctx, Ours, spec); err != nil {
+		t.Fatal(err)
+	}
+	if first.Discovery == "" || first.Primed {
+		t.Fatalf("unprimed item: Stats = %+v, want a Discovery and not Primed", first)
+	}
+
+	var primed mcp.Stats
+	spec = call
+	spec.Discovery, spec.Hint = first.Discovery, "2026-07-28"
+	spec.Stats = func(st mcp.Stats) { primed = st }
+	if err := Run(ctx, Ours, spec); err != nil {
+		t.Fatal(err)
+	}
+	if !primed.Primed || primed.PrimeFallback || primed.Requests != 1 {
+		t.Errorf("primed item: Stats = %+v, want Primed, no fallback, 1 request", primed)
+	}
+
+	called := false
+	spec.Stats = func(mcp.Stats) { called = true }
+	if err := Run(ctx, SDK, spec); err != nil {
+		t.Fatal(err)
+	}
+	if called {
+		t.Error("Stats was called for the raw SDK")
 	}
 }
