@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/bench/item"
+	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
 
@@ -27,16 +28,19 @@ const (
 var Works = []string{WorkDiscover, WorkCall}
 
 // RTTCase is one configuration of the RTT measurement. Hint is
-// Config.ProtocolVersion (shared/mcp only).
+// Config.ProtocolVersion and Primed sets Config.Discovery from an earlier
+// connection (shared/mcp only).
 type RTTCase struct {
 	Work   string
 	Era    string
 	Client item.Client
 	Hint   string
+	Primed bool
 }
 
 // RTTCases are the measured configurations, grouped by work item and era:
-// the raw SDK, then shared/mcp without and with the era's version as hint.
+// the raw SDK, then shared/mcp without and with the era's version as hint,
+// and, for a call in the stateless era, primed as well.
 func RTTCases() []RTTCase {
 	var cs []RTTCase
 	for _, w := range Works {
@@ -46,6 +50,9 @@ func RTTCases() []RTTCase {
 				RTTCase{Work: w, Era: era, Client: item.Ours},
 				RTTCase{Work: w, Era: era, Client: item.Ours, Hint: EraVersion[era]},
 			)
+			if w == WorkCall && era == Stateless {
+				cs = append(cs, RTTCase{Work: w, Era: era, Client: item.Ours, Hint: EraVersion[era], Primed: true})
+			}
 		}
 	}
 	return cs
@@ -68,9 +75,11 @@ type RTTSample struct {
 // host:port), after warmup untimed rounds. Each client kind has one HTTP
 // client, counting its requests, for all its items, as a Lambda instance
 // keeps its connections warm. Rounds run every case once, grouped by work
-// item and era; a group's order reverses every other round. A failed item
-// is counted in its sample and the run goes on; an error is returned only
-// when the proxy or the clients cannot be set up.
+// item and era; a group's order reverses every other round. Primed cases
+// use the Stats.Discovery of one unprimed connection made first; a primed
+// item that was not primed, or fell back, fails. A failed item is counted
+// in its sample and the run goes on; an error is returned only when the
+// proxy, the clients or the priming connection fail.
 func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, warmup int) ([]RTTSample, error) {
 	u, err := url.Parse(urls[Eras[0]])
 	if err != nil {
@@ -92,6 +101,11 @@ func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, w
 		clients[c] = newCountingClient(hc)
 	}
 
+	discovery, err := recordDiscovery(ctx, base+"/"+Stateless, clients[item.Ours].Client)
+	if err != nil {
+		return nil, fmt.Errorf("rtt %s: %w", rtt, err)
+	}
+
 	cases := RTTCases()
 	out := make([]RTTSample, len(cases))
 	for i, c := range cases {
@@ -108,10 +122,18 @@ func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, w
 				c := cases[i]
 				cc := clients[c.Client]
 				spec := rttSpec(c, base+"/"+c.Era, cc.Client)
+				var st mcp.Stats
+				if c.Primed {
+					spec.Discovery = discovery
+					spec.Stats = func(s mcp.Stats) { st = s }
+				}
 				req0, conn0 := cc.requests.Load(), p.Accepted()
 				start := time.Now()
 				err := item.Run(ctx, c.Client, spec)
 				d := time.Since(start)
+				if err == nil && c.Primed && (!st.Primed || st.PrimeFallback) {
+					err = fmt.Errorf("%w: not primed (Primed %t, PrimeFallback %t)", item.ErrUnexpected, st.Primed, st.PrimeFallback)
+				}
 				switch {
 				case round < warmup:
 				case err != nil:
@@ -128,6 +150,23 @@ func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, w
 		}
 	}
 	return out, nil
+}
+
+// recordDiscovery connects to endpoint through shared/mcp, unprimed, and
+// returns the Stats.Discovery to prime later connections with.
+func recordDiscovery(ctx context.Context, endpoint string, hc *http.Client) (string, error) {
+	conn, err := mcp.Connect(ctx, mcp.Config{URL: endpoint, HTTPClient: hc})
+	if err != nil {
+		return "", fmt.Errorf("priming connection: %w", err)
+	}
+	d := conn.Stats().Discovery
+	if err := conn.Close(); err != nil {
+		return "", fmt.Errorf("priming connection: %w", err)
+	}
+	if d == "" {
+		return "", fmt.Errorf("priming connection: %w: no Stats.Discovery from %s", item.ErrUnexpected, endpoint)
+	}
+	return d, nil
 }
 
 // rttGroups returns the indexes of cases sharing a work item and era, in

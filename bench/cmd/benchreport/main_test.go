@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/bench"
+	"github.com/mcpfn/mcpfn/bench/item"
 )
 
 func TestParseBenchmem(t *testing.T) {
@@ -41,6 +44,7 @@ func TestFormatting(t *testing.T) {
 		{"plural", plural(42, "write"), "42 writes"},
 		{"cut", oneLine("abcdef", 3), "abc…"},
 		{"round-trip time", millis(20 * time.Millisecond), "20 ms"},
+		{"primed client", rttClient(bench.RTTCase{Client: item.Ours, Hint: "2026-07-28", Primed: true}), "shared/mcp, hint 2026-07-28, primed"},
 		{"count range", countRange([]int{2, 3, 2}), "2–3"},
 		{"equal counts", countRange([]int{5, 5}), "5"},
 		{"quoted ldflags", quoteFlags([]string{"-trimpath", "-ldflags=-s -w"})[1], "-ldflags='-s -w'"},
