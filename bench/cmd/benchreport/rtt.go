@@ -54,9 +54,10 @@ func injectedRTT(ctx context.Context, e *env) (result, error) {
 		"keep-alive connections; requests are counted on that client, connections at the proxy. The raw anchor is section 1's, no hint; "+
 		"\"hint\" is `Config.ProtocolVersion` set to the era's version (the call function passes the catalog's); the discover function "+
 		"connects without one. \"Primed\" adds `Config.Discovery`: the `Stats.Discovery` of one unprimed connection made before the "+
-		"items, as the call function takes it from the catalog; every primed item must report `Stats.Primed` and no fallback. Timed items per case: %s (fewer where the spread is smaller), after %d untimed round, interleaved: each round runs every case once, grouped by "+
-		"work item and era, the order within a group reversing every other round. Ratio = ours ÷ go-sdk, medians of the same work item, "+
-		"era and RTT.\n\n", bench.CatalogTools, strings.Join(per, ", "), rttWarmup)
+		"items, as the call function takes it from the catalog; every primed item must report `Stats.Primed` and no fallback. "+
+		"Timed items per case: %s (fewer where the spread is smaller), after %d untimed round, interleaved: each round runs every "+
+		"case once, grouped by work item and era, the order within a group reversing every other round. Ratio = ours ÷ go-sdk, "+
+		"medians of the same work item, era and RTT. New connections: those the proxy accepted during the case's timed items.\n\n", bench.CatalogTools, strings.Join(per, ", "), rttWarmup)
 	b.WriteString("| RTT | work item | era | client | items | failed | median | p95 | ratio (median) | requests/item | new connections | command |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var sum []summary
