@@ -1,0 +1,280 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/mcpfn/mcpfn/shared/guard"
+)
+
+// The classification side of the transport: which operation a request
+// belongs to, what the server answered it, and how a failure the SDK would
+// flatten into text ends the operation (fatal, note, outcome). All of it is
+// guarded by transport.mu.
+
+// operation is what the transport learns during one Connect, ListTools or
+// CallTool.
+type operation struct {
+	cancel  context.CancelCauseFunc
+	fatal   error
+	lastErr error // the last transport failure, kept visible to errors.Is
+
+	calls    map[string]string // JSON-RPC id → method, of the calls sent
+	answered map[string]bool   // request key → the server answered it
+	last     string            // key of the last request sent, "" before any
+	page     json.RawMessage   // result of the last tools/list answered
+	pageID   string
+	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
+}
+
+// begin makes op the operation that requests are attributed to.
+func (t *transport) begin(cancel context.CancelCauseFunc) *operation {
+	op := &operation{cancel: cancel, calls: map[string]string{}, answered: map[string]bool{}}
+	t.mu.Lock()
+	t.op = op
+	t.mu.Unlock()
+	return op
+}
+
+// end detaches op; later requests belong to no operation.
+func (t *transport) end(op *operation) {
+	t.mu.Lock()
+	if t.op == op {
+		t.op = nil
+	}
+	t.mu.Unlock()
+}
+
+// fatal records err as op's fatal error, once, and cancels op with it.
+func (t *transport) fatal(op *operation, err error) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	first := op.fatal == nil
+	if first {
+		op.fatal = err
+	}
+	t.mu.Unlock()
+	if first {
+		op.cancel(err)
+	}
+}
+
+func (t *transport) note(op *operation, err error) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	op.lastErr = err
+	t.mu.Unlock()
+}
+
+// outcome returns what op learnt: its fatal error, its last transport
+// failure, and whether the server answered op's last request.
+func (t *transport) outcome(op *operation) (fatal, lastErr error, answered bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.fatal, op.lastErr, op.last != "" && op.answered[op.last]
+}
+
+// takePage returns the raw result of the last tools/list op saw answered,
+// and forgets it.
+func (t *transport) takePage(op *operation) (json.RawMessage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := op.page, op.pageID != ""
+	op.page, op.pageID = nil, ""
+	return p, ok
+}
+
+// refusal is the last non-2xx answer op saw carrying a JSON-RPC error
+// (zero if none).
+func (t *transport) refusal(op *operation) refusal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.refused
+}
+
+// answeredStream notes that the SSE stream of x carried the answer to its
+// call.
+func (t *transport) answeredStream(x *exchange, key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if x.op != nil && x.op.answered[key] {
+		x.draining = true
+	}
+}
+
+// failed classifies a failed round trip. A refused dial or a response head
+// that could not be parsed ends the operation; anything else is a network
+// failure the SDK decides about.
+func (t *transport) failed(op *operation, ctx context.Context, err error, answering bool) error {
+	switch {
+	case errors.Is(err, guard.ErrDenied):
+		t.fatal(op, err)
+	case answering && ctx.Err() == nil:
+		err = fmt.Errorf("%w: malformed or oversized response header: %w", ErrProtocol, err)
+		t.fatal(op, err)
+	default:
+		t.note(op, err)
+	}
+	return err
+}
+
+// observe reads one JSON-RPC message the server sent. fromCall says it
+// came in reply to a call, so a message that does not decode is an answer
+// that could not be read. When the message answers one of op's tools/list
+// calls, op keeps its result, a copy when reused says payload's buffer is
+// reused, and observe returns it.
+func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool) (page []byte) {
+	if op == nil {
+		return nil
+	}
+	m, ok := readMessage(payload)
+	if !ok {
+		if fromCall {
+			t.mu.Lock()
+			op.answered[op.last] = true
+			t.mu.Unlock()
+		}
+		return nil
+	}
+	if m.result == nil && m.error == nil {
+		return nil // a request or notification from the server
+	}
+	key := idKey(m.id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	method, ours := op.calls[key]
+	switch {
+	case ours:
+		op.answered[key] = true
+		if method == "tools/list" && m.result != nil {
+			page = m.result
+			if reused {
+				page = bytes.Clone(page)
+			}
+			op.page, op.pageID = page, key
+		}
+	case key == "" && m.error != nil:
+		op.answered[op.last] = true
+	}
+	return page
+}
+
+// observeRefusal notes a non-2xx body that carries a JSON-RPC error, and
+// its status: the SDK surfaces it as the call's error.
+func (t *transport) observeRefusal(op *operation, status int, body []byte) {
+	if op == nil {
+		return
+	}
+	m, ok := readMessage(body)
+	if !ok || m.error == nil {
+		return
+	}
+	key := idKey(m.id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	op.refused = refusalOf(status, m.error)
+	if _, ours := op.calls[key]; ours {
+		op.answered[key] = true
+	} else if key == "" {
+		op.answered[op.last] = true
+	}
+}
+
+func (t *transport) markAnswered(op *operation, key string) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	op.answered[key] = true
+	t.mu.Unlock()
+}
+
+// checkRedirect wraps a client's redirect policy so that a refusal ends
+// the current operation with the policy's error.
+func (t *transport) checkRedirect(policy func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	if policy == nil {
+		return nil
+	}
+	return func(req *http.Request, via []*http.Request) error {
+		err := policy(req, via)
+		if err != nil && !errors.Is(err, http.ErrUseLastResponse) {
+			t.mu.Lock()
+			op := t.op
+			t.mu.Unlock()
+			t.fatal(op, err)
+		}
+		return err
+	}
+}
+
+// misaddressed is the error a result under another id becomes.
+const misaddressed = `{"code":-32603,"message":"the server answered under another request's id"}`
+
+// readdress makes a JSON response to a call that carries another id, or
+// none, that call's answer, which it is: a JSON body answers the POST it
+// came on. An error is re-addressed to the call; a result becomes an
+// error. The SDK matches by id and would otherwise wait out the operation's
+// budget, or fail to decode a null id, where a refused server/discover
+// should fall back to initialize at once
+// (TestConnectFallsBackWhenDiscoverAnswersAnotherID).
+func readdress(body []byte, call request) []byte {
+	if call.key == "" {
+		return body
+	}
+	m, ok := readMessage(body)
+	if !ok || m.result == nil && m.error == nil || idKey(m.id) == call.key {
+		return body
+	}
+	e := m.error
+	if e == nil {
+		e = []byte(misaddressed)
+	}
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"error":}`)+len(call.id)+len(e))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, call.id...)
+	out = append(out, `,"error":`...)
+	out = append(out, e...)
+	return append(out, '}')
+}
+
+// idKey normalises a JSON-RPC id the way the SDK matches it: integral
+// numbers by value, strings by content. Null or absent is "".
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return "s:" + s
+	}
+	if n := len(raw); n <= 15 && (raw[0] >= '1' && raw[0] <= '9' || raw[0] == '-' && n > 1 && raw[1] >= '1' && raw[1] <= '9' || n == 1 && raw[0] == '0') && allDigits(raw[1:]) {
+		return "n:" + string(raw) // an integer that formats back as written
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != float64(int64(f)) {
+		return "x:" + string(raw)
+	}
+	return "n:" + strconv.FormatInt(int64(f), 10)
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
