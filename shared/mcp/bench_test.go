@@ -198,10 +198,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 	b.Run("transport", func(b *testing.B) {
 		tr := newTransport(next, endpoint, "token")
-		tr.timeout = DialTimeout
 		defer tr.kill()
 		cancel := func(error) {}
-		run(b, &http.Client{Transport: tr}, func() {
+		run(b, &http.Client{Transport: tr, Timeout: DialTimeout}, func() {
 			tr.mu.Lock()
 			tr.charged = 0 // a fresh budget per request
 			tr.mu.Unlock()

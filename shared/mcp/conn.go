@@ -86,11 +86,11 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 
 	tr := newTransport(base.Transport, endpoint, cfg.BearerToken)
-	tr.timeout = base.Timeout
 	hc := &http.Client{
 		Transport:     tr,
 		CheckRedirect: tr.checkRedirect(base.CheckRedirect),
 		Jar:           base.Jar,
+		Timeout:       base.Timeout,
 	}
 	c := &Conn{tr: tr, hc: hc, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
 

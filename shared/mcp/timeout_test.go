@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// TestTransportAppliesClientTimeout: the transport applies the client's
-// Timeout that Connect takes off the client, as net/http would: the
-// earlier of it and the request's own deadline, caps still apply, and no
-// fallback deadline replaces it.
+// TestTransportAppliesClientTimeout: under the client's Timeout, which
+// net/http applies, a request's deadline is the earlier of it and the
+// request's own deadline, the caps still apply, and no fallback deadline
+// replaces it.
 func TestTransportAppliesClientTimeout(t *testing.T) {
 	endpoint, _ := url.Parse("http://127.0.0.1:1/mcp")
 	for _, tc := range []struct {
@@ -34,8 +34,8 @@ func TestTransportAppliesClientTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := deadlineRecorder{make(chan time.Time, 1)}
 			tr := newTransport(rec, endpoint, "")
-			tr.timeout = tc.timeout
 			defer tr.kill()
+			hc := &http.Client{Transport: tr, Timeout: tc.timeout}
 			ctx := context.Background()
 			if tc.deadline > 0 {
 				var cancel context.CancelFunc
@@ -44,7 +44,7 @@ func TestTransportAppliesClientTimeout(t *testing.T) {
 			}
 			req, _ := http.NewRequestWithContext(ctx, tc.method, endpoint.String(), strings.NewReader(tc.body))
 			start := time.Now()
-			resp, err := tr.RoundTrip(req)
+			resp, err := hc.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,9 +79,8 @@ func TestClientTimeoutSpansRedirects(t *testing.T) {
 	endpoint, _ := url.Parse("http://127.0.0.1:1/mcp")
 	rec := &redirectOnce{}
 	tr := newTransport(rec, endpoint, "")
-	tr.timeout = time.Minute
 	defer tr.kill()
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 	req, _ := http.NewRequest(http.MethodPost, endpoint.String(), strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	resp, err := hc.Do(req)
 	if err != nil {

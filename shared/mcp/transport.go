@@ -36,7 +36,6 @@ type transport struct {
 	next    http.RoundTripper
 	origin  string // scheme://host of the endpoint: the only origin that gets the token
 	token   string
-	timeout time.Duration // the client's Timeout, applied here (see exchange.start)
 
 	life context.Context // ends every request of the Conn when cancelled
 	kill context.CancelFunc
@@ -229,7 +228,6 @@ type exchange struct {
 	req        *http.Request   // the SDK's, as the key of a tracked notice
 	base       context.Context // the SDK's request context
 	tracked    bool
-	chainEnd   time.Time // the client's Timeout from the first request of a redirect chain
 	cancel     context.CancelCauseFunc
 	noDeadline context.CancelFunc // releases the deadline's timer
 	unlinkReq  func() bool
@@ -240,28 +238,16 @@ type exchange struct {
 	grace      *time.Timer // guarded by t.mu
 }
 
-type exchangeKey struct{}
-
-// start derives the request's context: the client's Timeout over the
-// redirect chain, the fallback deadline when there is neither that nor one
-// on the request, the caps on notifications/cancelled and DELETE. It ends
-// when the SDK's request context or the Conn ends (see ended). net/http
-// would run a timer goroutine per request to apply the Timeout to a
-// RoundTripper it does not know; this needs none.
+// start derives the request's context: the fallback deadline when the
+// request has none (the client's Timeout, which net/http applies, gives it
+// one), and the caps on notifications/cancelled and DELETE. It ends when
+// the SDK's request context or the Conn ends (see ended).
 func (x *exchange) start(req *http.Request, msg request) context.Context {
 	base := req.Context()
 	now := time.Now()
-	if x.t.timeout > 0 {
-		x.chainEnd = now.Add(x.t.timeout)
-		if req.Response != nil && req.Response.Request != nil {
-			if prev, ok := req.Response.Request.Context().Value(exchangeKey{}).(*exchange); ok {
-				x.chainEnd = prev.chainEnd
-			}
-		}
-	}
 	sdkEnd, hasDeadline := base.Deadline()
 	var d time.Duration
-	if !hasDeadline && x.chainEnd.IsZero() {
+	if !hasDeadline {
 		d = DialTimeout
 	}
 	switch {
@@ -270,9 +256,9 @@ func (x *exchange) start(req *http.Request, msg request) context.Context {
 	case req.Method == http.MethodDelete:
 		d = deleteTimeout
 	}
-	end := x.chainEnd
+	var end time.Time
 	if d > 0 {
-		end = earlier(end, now.Add(d))
+		end = now.Add(d)
 	}
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(base))
 	x.cancel = cancel
@@ -281,9 +267,6 @@ func (x *exchange) start(req *http.Request, msg request) context.Context {
 	}
 	if hasDeadline && (end.IsZero() || sdkEnd.Before(end)) {
 		ctx = sdkDeadline{ctx, sdkEnd}
-	}
-	if x.t.timeout > 0 {
-		ctx = context.WithValue(ctx, exchangeKey{}, x)
 	}
 	if msg.method == methodCancelled {
 		x.req, x.tracked = req, true
