@@ -39,7 +39,7 @@ func TestFormatting(t *testing.T) {
 		{"one second", seconds(time.Second), "1 s"},
 		{"singular", plural(1, "write"), "1 write"},
 		{"plural", plural(42, "write"), "42 writes"},
-		{"cut", oneLine("abcdef", 3), "abc…"},
+		{"cut", oneLine("abcdefgh", 6), "abc…"}, // the marker counts in n
 		{"quoted ldflags", quoteFlags([]string{"-trimpath", "-ldflags=-s -w"})[1], "-ldflags='-s -w'"},
 	} {
 		if tc.got != tc.want {
