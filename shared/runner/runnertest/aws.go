@@ -3,8 +3,6 @@ package runnertest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,18 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-)
 
-// UniqueName returns prefix followed by a random suffix, for tables,
-// queues and secrets that tests sharing one server must not share.
-func UniqueName(prefix string) string {
-	return fmt.Sprintf("%s-%08x", prefix, rand.Uint32())
-}
+	"github.com/mcpfn/mcpfn/shared/awstest"
+)
 
 // NewQueue creates a standard queue with a unique name and returns its URL.
 func NewQueue(tb testing.TB, client *sqs.Client, prefix string) string {
 	tb.Helper()
-	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(prefix))})
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName(prefix))})
 	if err != nil {
 		tb.Fatalf("runnertest: create queue: %v", err)
 	}
