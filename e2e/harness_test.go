@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
@@ -46,12 +46,11 @@ type stack struct {
 	secrets       *secretsmanager.Client
 }
 
-var stackSeq atomic.Int64
-
 func newStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
 	ctx := t.Context()
-	name := fmt.Sprintf("e2e%d", stackSeq.Add(1))
+	moto := awstest.SharedMoto(t)
+	name := awstest.UniqueName("e2e")
 	cfg := moto.Config(ctx)
 	db := dynamodb.NewFromConfig(cfg)
 	s := &stack{
