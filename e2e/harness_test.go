@@ -22,6 +22,8 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // stackOptions configures both functions of a stack.
@@ -222,12 +224,7 @@ func (s *stack) drainDLQ(t *testing.T, fn string) []string {
 // putVault stores a vault holding one credential for serverURL.
 func (s *stack) putVault(t *testing.T, id, serverURL, token string) {
 	t.Helper()
-	secret := mustJSON(t, map[string]any{"credentials": []map[string]string{{"server_url": serverURL, "token": token}}})
-	if _, err := s.secrets.CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{
-		Name: aws.String(s.secretsPrefix + id), SecretString: aws.String(string(secret)),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+id, vault.Credential{ServerURL: serverURL, Token: token})
 }
 
 // startExampleServer runs the example server binary on a free loopback port

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
@@ -101,7 +102,7 @@ func realCauses() []cause {
 		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
 			id := awstest.UniqueName("wrong")
-			runnertest.PutVault(t, s.Secrets, s.Prefix+id, runnertest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
+			vaulttest.CreateSecret(t, s.Secrets, s.Prefix+id, vault.Credential{ServerURL: srv.URL, Token: "wrong"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
 		}, "mcp_authentication_failed_error", false},
 		{"nothing listens on the port", func(t *testing.T, s *stack) string {
@@ -166,7 +167,7 @@ func TestBatchOfTen(t *testing.T) {
 	causes := realCauses()
 	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: "s3cr3t"})
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"team", vault.Credential{ServerURL: secured.URL, Token: "s3cr3t"})
 	bodies := []string{
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "echo", "arguments": map[string]string{"text": "zero"}, "tool_use_id": "toolu_b0"}),
 		callBody(map[string]any{"server_url": secured.URL, "tool_name": "echo", "arguments": map[string]string{"text": "one"}, "vault_ids": []string{"team"}}),

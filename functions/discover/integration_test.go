@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
@@ -178,7 +179,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 		t.Run(fmt.Sprintf("stateless=%t", stateless), func(t *testing.T) {
 			s := newStack(t)
 			srv := mcptest.NewServer(t, mcptest.Options{Stateless: stateless, PageSize: 4, ExtraTools: 5})
-			runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
+			vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"team", vault.Credential{ServerURL: srv.URL, Token: "unused-but-sent"})
 			req := []byte(body(map[string]any{"catalog_id": "fixture", "server_url": srv.URL, "vault_ids": []string{"team"}}))
 			out, err := s.invoke(t, req)
 			if err != nil {
