@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
@@ -40,7 +41,7 @@ type stack struct {
 	callsTable    string
 	secretsPrefix string
 	dlq           map[string]string // function name → DLQ URL
-	tasks         *rietest.TaskRecorder
+	tasks         *runnertest.TaskRecorder
 	discover      *rietest.Function
 	call          *rietest.Function
 	store         *catalog.Dynamo
@@ -77,7 +78,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		s.dlq[fn] = aws.ToString(out.QueueUrl)
 	}
-	s.tasks = rietest.NewTaskRecorder()
+	s.tasks = runnertest.NewTaskRecorder()
 	t.Cleanup(s.tasks.Close)
 
 	if o.timeout == 0 {
