@@ -18,7 +18,6 @@ import (
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
-	"github.com/mcpfn/mcpfn/shared/ledger/ledgertest"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner"
@@ -42,7 +41,7 @@ type stack struct {
 func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 	t.Helper()
 	s := &stack{Stack: runnertest.NewStack(t, "call")}
-	_, s.calls = ledgertest.NewTable(t, s.Moto)
+	_, s.calls = awstest.NewTable(t, s.Moto, "calls", ledger.CreateTable)
 	s.ledger = ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 	s.handler = &Handler{
 		Connect:     connect,

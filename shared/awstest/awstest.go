@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Region, AccessKeyID and SecretAccessKey are the static settings every
@@ -103,6 +104,25 @@ func Main(m *testing.M) int {
 // on a shared server (or rerun with -count) uses.
 func UniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d-%08x", prefix, names.Add(1), rand.Uint32())
+}
+
+// NewTable creates a DynamoDB table named UniqueName(prefix) on m with
+// create, a package's CreateTable, and returns a client for m and the
+// table's name. An error from create fails tb, as does an API that
+// *dynamodb.Client does not implement.
+func NewTable[API any](tb testing.TB, m *Moto, prefix string, create func(context.Context, API, string) error) (*dynamodb.Client, string) {
+	tb.Helper()
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(m.Config(ctx))
+	api, ok := any(client).(API)
+	if !ok {
+		tb.Fatalf("awstest: *dynamodb.Client is not a %T", (*API)(nil))
+	}
+	name := UniqueName(prefix)
+	if err := create(ctx, api, name); err != nil {
+		tb.Fatalf("awstest: create table %s: %v", name, err)
+	}
+	return client, name
 }
 
 // Start starts a moto server on a free loopback port and waits until it

@@ -39,6 +39,25 @@ func TestUniqueName(t *testing.T) {
 	}
 }
 
+func TestNewTable(t *testing.T) {
+	create := func(ctx context.Context, db *dynamodb.Client, name string) error {
+		_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String(name),
+			BillingMode:          types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		})
+		return err
+	}
+	db, name := NewTable(t, SharedMoto(t), "items", create)
+	if !strings.HasPrefix(name, "items-") {
+		t.Errorf("table %q, want a UniqueName of items", name)
+	}
+	if _, err := db.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}); err != nil {
+		t.Errorf("DescribeTable(%s): %v", name, err)
+	}
+}
+
 func TestStartMotoServesDynamoDBAndResets(t *testing.T) {
 	ctx := context.Background()
 	m := StartMoto(t)

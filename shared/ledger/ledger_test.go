@@ -88,7 +88,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 // newTable creates a ledger table of its own on the binary's moto server.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
-	return ledgertest.NewTable(t, awstest.SharedMoto(t))
+	return awstest.NewTable(t, awstest.SharedMoto(t), "ledger", ledger.CreateTable)
 }
 
 func forEachStore(t *testing.T, f func(t *testing.T, s store)) {

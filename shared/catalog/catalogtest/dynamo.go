@@ -4,7 +4,6 @@
 package catalogtest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -17,13 +16,7 @@ import (
 // client for m and the table's name.
 func NewTable(tb testing.TB, m *awstest.Moto) (*dynamodb.Client, string) {
 	tb.Helper()
-	ctx := context.Background()
-	client := dynamodb.NewFromConfig(m.Config(ctx))
-	name := awstest.UniqueName("catalog")
-	if err := catalog.CreateTable(ctx, client, name); err != nil {
-		tb.Fatalf("catalogtest: %v", err)
-	}
-	return client, name
+	return awstest.NewTable(tb, m, "catalog", catalog.CreateTable)
 }
 
 // NewDynamo returns a store in a fresh table on m whose client is wrapped
