@@ -99,7 +99,7 @@ func TestWireErrorTypesFromRealCauses(t *testing.T) {
 					if c.want != "" {
 						want = "SendTaskFailure"
 					}
-					if len(reps) != 1 || reps[0].Action != want || reps[0].Error != c.want || reps[0].TaskToken != "token-"+c.name {
+					if len(reps) != 1 || reps[0].Action() != want || reps[0].Error != c.want || reps[0].TaskToken != "token-"+c.name {
 						t.Errorf("task reports %+v, want one %s with error %q", reps, want, c.want)
 					}
 				})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // placeholderURL is the server every sample event names; the tests point it
@@ -26,11 +27,11 @@ type eventCheck struct {
 	errorType string
 	// logged are the error_type values of the summary lines, in any order.
 	logged []string
-	check  func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport)
+	check  func(t *testing.T, s *stack, era string, res rietest.Result, reports []runnertest.TaskReport)
 }
 
 var eventChecks = map[string]eventCheck{
-	"discover-direct.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+	"discover-direct.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []runnertest.TaskReport) {
 		var r struct {
 			CatalogID       string `json:"catalog_id"`
 			ToolCount       int    `json:"tool_count"`
@@ -52,7 +53,7 @@ var eventChecks = map[string]eventCheck{
 	"discover-egress-denied-metadata.json": {
 		errorType: "mcp_egress_denied_error",
 		logged:    []string{"mcp_egress_denied_error"},
-		check: func(t *testing.T, s *stack, _ string, _ rietest.Result, _ []rietest.TaskReport) {
+		check: func(t *testing.T, s *stack, _ string, _ rietest.Result, _ []runnertest.TaskReport) {
 			// Nothing is stored but, at most, the failure itself.
 			c, err := s.store.Get(t.Context(), "metadata")
 			switch {
@@ -68,7 +69,7 @@ var eventChecks = map[string]eventCheck{
 		errorType: "invalid_request_error",
 		logged:    []string{"invalid_request_error"},
 	},
-	"discover-sqs-batch.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+	"discover-sqs-batch.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []runnertest.TaskReport) {
 		if got := batchFailures(t, res); len(got) != 0 {
 			t.Errorf("batch item failures %v, want none", got)
 		}
@@ -76,7 +77,7 @@ var eventChecks = map[string]eventCheck{
 		checkCatalog(t, s, "example", era)
 		checkCatalog(t, s, "example-mirror", era)
 	}},
-	"discover-sqs-task-token.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []rietest.TaskReport) {
+	"discover-sqs-task-token.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []runnertest.TaskReport) {
 		if got := batchFailures(t, res); len(got) != 0 {
 			t.Errorf("batch item failures %v, want none", got)
 		}
@@ -91,10 +92,10 @@ var eventChecks = map[string]eventCheck{
 			t.Errorf("task output %s, want 3 tools at %s", rep.Output, era)
 		}
 	}},
-	"call-direct.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+	"call-direct.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
 		checkToolResult(t, res.Payload, "toolu_01A09q90qw90lq917835lq9", false, "5")
 	}},
-	"call-direct-no-catalog.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+	"call-direct-no-catalog.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
 		checkToolResult(t, res.Payload, "toolu_01WordStats0000000000000", false, "4 words, 18 characters, 2 lines")
 	}},
 	"call-malformed-arguments-not-object.json": {
@@ -109,7 +110,7 @@ var eventChecks = map[string]eventCheck{
 		errorType: "invalid_request_error",
 		logged:    []string{"invalid_request_error"},
 	},
-	"call-sqs-batch.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []rietest.TaskReport) {
+	"call-sqs-batch.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
 		if got := batchFailures(t, res); len(got) != 0 {
 			t.Errorf("batch item failures %v, want none", got)
 		}
@@ -117,7 +118,7 @@ var eventChecks = map[string]eventCheck{
 	}},
 	"call-sqs-batch-mixed.json": {
 		logged: []string{"invalid_request_error", "mcp_egress_denied_error"},
-		check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []rietest.TaskReport) {
+		check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []runnertest.TaskReport) {
 			if got := batchFailures(t, res); len(got) != 0 {
 				t.Errorf("batch item failures %v, want none: permanent failures go to the DLQ", got)
 			}
@@ -133,7 +134,7 @@ var eventChecks = map[string]eventCheck{
 			}
 		},
 	},
-	"call-sqs-task-token.json": {check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []rietest.TaskReport) {
+	"call-sqs-task-token.json": {check: func(t *testing.T, s *stack, _ string, res rietest.Result, reports []runnertest.TaskReport) {
 		if got := batchFailures(t, res); len(got) != 0 {
 			t.Errorf("batch item failures %v, want none", got)
 		}
@@ -291,9 +292,9 @@ func checkToolResult(t *testing.T, payload []byte, toolUseID string, isError boo
 }
 
 // onlyReport returns the one task report since the check began.
-func onlyReport(t *testing.T, reps []rietest.TaskReport, action string) rietest.TaskReport {
+func onlyReport(t *testing.T, reps []runnertest.TaskReport, action string) runnertest.TaskReport {
 	t.Helper()
-	if len(reps) != 1 || reps[0].Action != action {
+	if len(reps) != 1 || reps[0].Action() != action {
 		t.Fatalf("task reports %+v, want one %s", reps, action)
 	}
 	if !strings.HasPrefix(reps[0].TaskToken, "AQCE") {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // stackOptions configures both functions of a stack.
@@ -38,7 +41,7 @@ type stack struct {
 	callsTable    string
 	secretsPrefix string
 	dlq           map[string]string // function name → DLQ URL
-	tasks         *rietest.TaskRecorder
+	tasks         *runnertest.TaskRecorder
 	discover      *rietest.Function
 	call          *rietest.Function
 	store         *catalog.Dynamo
@@ -46,12 +49,11 @@ type stack struct {
 	secrets       *secretsmanager.Client
 }
 
-var stackSeq atomic.Int64
-
 func newStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
 	ctx := t.Context()
-	name := fmt.Sprintf("e2e%d", stackSeq.Add(1))
+	moto := awstest.SharedMoto(t)
+	name := awstest.UniqueName("e2e")
 	cfg := moto.Config(ctx)
 	db := dynamodb.NewFromConfig(cfg)
 	s := &stack{
@@ -76,7 +78,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		s.dlq[fn] = aws.ToString(out.QueueUrl)
 	}
-	s.tasks = rietest.NewTaskRecorder()
+	s.tasks = runnertest.NewTaskRecorder()
 	t.Cleanup(s.tasks.Close)
 
 	if o.timeout == 0 {
@@ -223,12 +225,7 @@ func (s *stack) drainDLQ(t *testing.T, fn string) []string {
 // putVault stores a vault holding one credential for serverURL.
 func (s *stack) putVault(t *testing.T, id, serverURL, token string) {
 	t.Helper()
-	secret := mustJSON(t, map[string]any{"credentials": []map[string]string{{"server_url": serverURL, "token": token}}})
-	if _, err := s.secrets.CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{
-		Name: aws.String(s.secretsPrefix + id), SecretString: aws.String(string(secret)),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+id, vault.Credential{ServerURL: serverURL, Token: token})
 }
 
 // startExampleServer runs the example server binary on a free loopback port

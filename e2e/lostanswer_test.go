@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 )
@@ -80,7 +81,7 @@ func TestStateMachineRunsALostCallOnce(t *testing.T) {
 		allow = append(allow, allowOnly(t, servers[i]))
 	}
 	s := newStack(t, stackOptions{allow: allow})
-	calls := ledger.NewDynamo(dynamodb.NewFromConfig(moto.Config(t.Context())), s.callsTable, time.Minute)
+	calls := ledger.NewDynamo(dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(t.Context())), s.callsTable, time.Minute)
 
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,11 +20,10 @@ import (
 	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
-// Shared by every test: built once, started once.
+// Shared by every test: built once (moto is awstest.SharedMoto).
 var (
 	bins struct{ discover, call, exampleServer string }
 	rie  string
-	moto *awstest.Moto
 )
 
 func TestMain(m *testing.M) {
@@ -56,10 +55,5 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
-	if moto, err = awstest.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		return 1
-	}
-	defer moto.Stop()
-	return m.Run()
+	return awstest.Main(m)
 }

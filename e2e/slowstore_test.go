@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
 )
 
 // stallingProxy forwards to moto, except that a request whose body
@@ -47,18 +49,6 @@ func newStallingProxy(t *testing.T, target string) *stallingProxy {
 	return p
 }
 
-// motoEndpoint is the shared moto's URL, from its environment.
-func motoEndpoint(t *testing.T) string {
-	t.Helper()
-	for _, kv := range moto.Environ() {
-		if v, ok := strings.CutPrefix(kv, "AWS_ENDPOINT_URL="); ok {
-			return v
-		}
-	}
-	t.Fatal("moto has no AWS_ENDPOINT_URL")
-	return ""
-}
-
 // TestSlowStore: a catalog write that never answers ends its record after
 // the reserve, and the invocation answers before its deadline with the
 // finished records acknowledged; redelivered, the record succeeds. Nothing
@@ -66,7 +56,7 @@ func motoEndpoint(t *testing.T) string {
 // back, again before the deadline.
 func TestSlowStore(t *testing.T) {
 	server := startExampleServer(t, true)
-	proxy := newStallingProxy(t, motoEndpoint(t))
+	proxy := newStallingProxy(t, awstest.SharedMoto(t).Endpoint())
 	const timeout = 30 * time.Second
 	s := newStack(t, stackOptions{
 		allow:   []string{allowOnly(t, server)},

@@ -12,6 +12,8 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // printer writes what a local run did, for people.
@@ -130,13 +132,13 @@ func (p *printer) batch(inv invocation, payload []byte) {
 	p.f("  SQS batch: %d of %d records return to the queue: %s\n", len(ids), n, strings.Join(ids, ", "))
 }
 
-func (p *printer) taskReports(reps []rietest.TaskReport) {
+func (p *printer) taskReports(reps []runnertest.TaskReport) {
 	for _, r := range reps {
-		switch r.Action {
+		switch r.Action() {
 		case "SendTaskSuccess":
-			p.f("  Step Functions %s (task token %q): %s\n", r.Action, r.TaskToken, truncate(string(r.Output), 300))
+			p.f("  Step Functions %s (task token %q): %s\n", r.Action(), r.TaskToken, text.Truncate(string(r.Output), 300))
 		default:
-			p.f("  Step Functions %s (task token %q): %s: %s\n", r.Action, r.TaskToken, r.Error, truncate(r.Cause, 300))
+			p.f("  Step Functions %s (task token %q): %s: %s\n", r.Action(), r.TaskToken, r.Error, text.Truncate(r.Cause, 300))
 		}
 	}
 }
@@ -229,11 +231,4 @@ func indentJSON(b []byte, prefix string) string {
 		return string(b)
 	}
 	return out.String()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

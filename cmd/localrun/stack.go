@@ -24,6 +24,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // Local resource names, the same as a deployed stack's environment carries.
@@ -46,7 +47,7 @@ type stack struct {
 	moto      *awstest.Moto
 	store     catalog.Store
 	storeDesc string
-	tasks     *rietest.TaskRecorder
+	tasks     *runnertest.TaskRecorder
 	discover  *rietest.Function
 	call      *rietest.Function
 	dlqs      map[string]string // function name → DLQ URL (moto only)
@@ -111,7 +112,7 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.tasks = rietest.NewTaskRecorder()
+	s.tasks = runnertest.NewTaskRecorder()
 	s.onClose(func() error { s.tasks.Close(); return nil })
 
 	allow, err := allowEntry(s.serverURL)

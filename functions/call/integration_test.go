@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -22,9 +23,10 @@ import (
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
-func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // stack is the call function wired as main wires it, over moto (DynamoDB
 // catalog and ledger, SQS dead-letter queue, Secrets Manager vaults) and
@@ -38,10 +40,8 @@ type stack struct {
 
 func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 	t.Helper()
-	s := &stack{Stack: runnertest.NewStack(t, "call"), calls: runnertest.UniqueName("calls")}
-	if err := ledger.CreateTable(t.Context(), s.DDB, s.calls); err != nil {
-		t.Fatal(err)
-	}
+	s := &stack{Stack: runnertest.NewStack(t, "call")}
+	_, s.calls = awstest.NewTable(t, s.Moto, "calls", ledger.CreateTable)
 	s.ledger = ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 	s.handler = &Handler{
 		Connect:     connect,
@@ -101,8 +101,8 @@ func realCauses() []cause {
 		}, "mcp_authentication_failed_error", false},
 		{"403 with a wrong credential", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
-			id := runnertest.UniqueName("wrong")
-			runnertest.PutVault(t, s.Secrets, s.Prefix+id, runnertest.VaultCredential{ServerURL: srv.URL, Token: "wrong"})
+			id := awstest.UniqueName("wrong")
+			vaulttest.CreateSecret(t, s.Secrets, s.Prefix+id, vault.Credential{ServerURL: srv.URL, Token: "wrong"})
 			return callBody(map[string]any{"server_url": srv.URL, "tool_name": "echo", "arguments": map[string]string{"text": "hi"}, "vault_ids": []string{id}})
 		}, "mcp_authentication_failed_error", false},
 		{"nothing listens on the port", func(t *testing.T, s *stack) string {
@@ -113,7 +113,7 @@ func realCauses() []cause {
 		}, "mcp_protocol_error", false},
 		{"another delivery holds the call", func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
-			id := runnertest.UniqueName("toolu")
+			id := awstest.UniqueName("toolu")
 			other := ledger.NewDynamo(s.DDB, s.calls, time.Minute)
 			if _, err := other.Begin(t.Context(), id); err != nil {
 				t.Fatal(err)
@@ -167,7 +167,7 @@ func TestBatchOfTen(t *testing.T) {
 	causes := realCauses()
 	ok := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 	secured := mcptest.NewServer(t, mcptest.Options{BearerToken: "s3cr3t"})
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: secured.URL, Token: "s3cr3t"})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"team", vault.Credential{ServerURL: secured.URL, Token: "s3cr3t"})
 	bodies := []string{
 		callBody(map[string]any{"server_url": ok.URL, "tool_name": "echo", "arguments": map[string]string{"text": "zero"}, "tool_use_id": "toolu_b0"}),
 		callBody(map[string]any{"server_url": secured.URL, "tool_name": "echo", "arguments": map[string]string{"text": "one"}, "vault_ids": []string{"team"}}),

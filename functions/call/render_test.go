@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
@@ -78,7 +79,7 @@ func TestOversizedResult(t *testing.T) {
 	t.Run("stored in S3", func(t *testing.T) {
 		s := newStack(t, nil)
 		objects := s3.NewFromConfig(s.Moto.Config(t.Context()), func(o *s3.Options) { o.UsePathStyle = true })
-		bucket := runnertest.UniqueName("results")
+		bucket := awstest.UniqueName("results")
 		if _, err := objects.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // TestServerQuotesTheToken: a server that quotes the vault token, with no
@@ -109,7 +110,7 @@ func TestRealServerQuotesTheToken(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	s := newStack(t, nil)
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"v", runnertest.VaultCredential{ServerURL: srv.URL, Token: token})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"v", vault.Credential{ServerURL: srv.URL, Token: token})
 	for _, tool := range []string{"refuse", "whoami"} {
 		t.Run(tool, func(t *testing.T) {
 			id := "toolu_quote_" + tool

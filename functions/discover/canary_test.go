@@ -8,6 +8,8 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // TestNoSecretInLogs sends canary tokens and a server URL whose path and
@@ -29,9 +31,9 @@ func TestNoSecretInLogs(t *testing.T) {
 	secured := srv.URL + path + "?" + query
 	// A fixture that serves /mcp only: the canary path answers 404.
 	elsewhere := mcptest.NewServer(t, mcptest.Options{})
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"good", runnertest.VaultCredential{ServerURL: secured, Token: goodToken})
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"wrong", runnertest.VaultCredential{ServerURL: secured, Token: wrongToken})
-	runnertest.PutVault(t, s.Secrets, s.Prefix+"near", runnertest.VaultCredential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"good", vault.Credential{ServerURL: secured, Token: goodToken})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"wrong", vault.Credential{ServerURL: secured, Token: wrongToken})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"near", vault.Credential{ServerURL: srv.URL + path + "/other", Token: wrongToken})
 
 	bodies := []string{
 		body(map[string]any{"catalog_id": "good", "server_url": secured, "vault_ids": []string{"near", "good"}}),

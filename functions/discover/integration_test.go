@@ -16,14 +16,16 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
-func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // stack is the discover function wired as main wires it, over moto
 // (DynamoDB catalog, SQS dead-letter queue, Secrets Manager vaults) and real
@@ -98,26 +100,26 @@ func realCauses() []cause {
 			return `{"catalog_id":"c","server_url":"https://mcp.example.com/mcp","extra":true}`
 		}, wants: "invalid_request_error"},
 		{name: "loopback the policy does not allow", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": "https://[::1]:8443/mcp"})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": "https://[::1]:8443/mcp"})
 		}, wants: "mcp_egress_denied_error", stored: true},
 		{name: "401 without a credential", body: func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{BearerToken: "right"})
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": srv.URL})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": srv.URL})
 		}, wants: "mcp_authentication_failed_error", stored: true},
 		{name: "nothing listens on the port", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": runnertest.ClosedPortURL(t)})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": runnertest.ClosedPortURL(t)})
 		}, wants: "mcp_connection_failed_error", stored: true},
 		{name: "server answers garbage", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": runnertest.GarbageServer(t)})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": runnertest.GarbageServer(t)})
 		}, wants: "mcp_protocol_error", stored: true},
 		{name: "cursor loop", body: func(t *testing.T, s *stack) string {
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": cursorLoopServer(t)})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": cursorLoopServer(t)})
 		}, wants: "mcp_protocol_error", stored: true},
 		{name: "catalog table missing", body: func(t *testing.T, s *stack) string {
 			srv := mcptest.NewServer(t, mcptest.Options{})
-			return body(map[string]any{"catalog_id": runnertest.UniqueName("c"), "server_url": srv.URL})
+			return body(map[string]any{"catalog_id": awstest.UniqueName("c"), "server_url": srv.URL})
 		}, tweak: func(s *stack) {
-			s.handler.Store = catalog.NewDynamo(s.DDB, runnertest.UniqueName("no-such-table"))
+			s.handler.Store = catalog.NewDynamo(s.DDB, awstest.UniqueName("no-such-table"))
 		}, wants: "internal_error"},
 	}
 }
@@ -177,7 +179,7 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 		t.Run(fmt.Sprintf("stateless=%t", stateless), func(t *testing.T) {
 			s := newStack(t)
 			srv := mcptest.NewServer(t, mcptest.Options{Stateless: stateless, PageSize: 4, ExtraTools: 5})
-			runnertest.PutVault(t, s.Secrets, s.Prefix+"team", runnertest.VaultCredential{ServerURL: srv.URL, Token: "unused-but-sent"})
+			vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"team", vault.Credential{ServerURL: srv.URL, Token: "unused-but-sent"})
 			req := []byte(body(map[string]any{"catalog_id": "fixture", "server_url": srv.URL, "vault_ids": []string{"team"}}))
 			out, err := s.invoke(t, req)
 			if err != nil {

@@ -1,5 +1,7 @@
 // Package awstest starts a local moto server for tests that talk to
-// DynamoDB, SQS or Secrets Manager over the wire.
+// DynamoDB, SQS, S3 or Secrets Manager over the wire: one per test
+// (StartMoto), one per test binary shared by its tests (SharedMoto, with
+// Main and UniqueName), or one a program manages itself (Start).
 package awstest
 
 import (
@@ -7,17 +9,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Region, AccessKeyID and SecretAccessKey are the static settings every
@@ -59,6 +64,65 @@ func StartMoto(tb testing.TB) *Moto {
 		}
 	})
 	return m
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Moto
+	sharedErr  error
+	names      atomic.Int64
+)
+
+// SharedMoto returns the test binary's one moto server, started on first
+// use and stopped by Main. Tests sharing it keep apart by giving what they
+// create a UniqueName. A server that does not start fails every tb that
+// asks for it, with the same error.
+func SharedMoto(tb testing.TB) *Moto {
+	tb.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	if sharedErr != nil {
+		tb.Fatalf("awstest: %v", sharedErr)
+	}
+	return shared
+}
+
+// Main runs m's tests, stops the server SharedMoto started, if any, and
+// returns m's exit code: TestMain is os.Exit(awstest.Main(m)). A failure
+// to stop is printed to stderr.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	return code
+}
+
+// UniqueName returns prefix, a counter and a random suffix, joined by
+// hyphens: a name for a table, queue, bucket or secret that no other test
+// on a shared server (or rerun with -count) uses.
+func UniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%08x", prefix, names.Add(1), rand.Uint32())
+}
+
+// NewTable creates a DynamoDB table named UniqueName(prefix) on m with
+// create, a package's CreateTable, and returns a client for m and the
+// table's name. An error from create fails tb, as does an API that
+// *dynamodb.Client does not implement.
+func NewTable[API any](tb testing.TB, m *Moto, prefix string, create func(context.Context, API, string) error) (*dynamodb.Client, string) {
+	tb.Helper()
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(m.Config(ctx))
+	api, ok := any(client).(API)
+	if !ok {
+		tb.Fatalf("awstest: *dynamodb.Client is not a %T", (*API)(nil))
+	}
+	name := UniqueName(prefix)
+	if err := create(ctx, api, name); err != nil {
+		tb.Fatalf("awstest: create table %s: %v", name, err)
+	}
+	return client, name
 }
 
 // Start starts a moto server on a free loopback port and waits until it

@@ -3,6 +3,7 @@ package awstest
 import (
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +11,52 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+func TestSharedMotoIsOneServer(t *testing.T) {
+	first := SharedMoto(t)
+	t.Run("again", func(t *testing.T) {
+		if again := SharedMoto(t); again != first {
+			t.Errorf("SharedMoto = %s, then %s; want one server", first.Endpoint(), again.Endpoint())
+		}
+	})
+	resp, err := http.Get(first.Endpoint() + "/moto-api/")
+	if err != nil {
+		t.Fatalf("shared server does not answer: %v", err)
+	}
+	resp.Body.Close()
+}
+
+func TestUniqueName(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		name := UniqueName("table")
+		if !strings.HasPrefix(name, "table-") || seen[name] {
+			t.Fatalf("UniqueName = %q: repeated, or not after the prefix", name)
+		}
+		seen[name] = true
+	}
+}
+
+func TestNewTable(t *testing.T) {
+	create := func(ctx context.Context, db *dynamodb.Client, name string) error {
+		_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String(name),
+			BillingMode:          types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		})
+		return err
+	}
+	db, name := NewTable(t, SharedMoto(t), "items", create)
+	if !strings.HasPrefix(name, "items-") {
+		t.Errorf("table %q, want a UniqueName of items", name)
+	}
+	if _, err := db.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}); err != nil {
+		t.Errorf("DescribeTable(%s): %v", name, err)
+	}
+}
 
 func TestStartMotoServesDynamoDBAndResets(t *testing.T) {
 	ctx := context.Background()

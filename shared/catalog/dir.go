@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // Dir is a Store in a local directory, for runs without a DynamoDB-compatible
@@ -237,8 +238,8 @@ func (s *Dir) RecordFailure(ctx context.Context, id string, f Failure) error {
 	}
 	h.ID = id
 	h.LastFailure = &dirFailure{
-		ErrorType: truncate(f.ErrorType, maxFailureType),
-		Message:   truncate(f.Message, maxFailureText),
+		ErrorType: text.Truncate(f.ErrorType, maxFailureType),
+		Message:   text.Truncate(f.Message, maxFailureText),
 		At:        f.At.UTC(),
 	}
 	return writeJSON(dir, headFile, h)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // DynamoAPI is the part of *dynamodb.Client a Dynamo store uses.
@@ -544,8 +545,8 @@ func (s *Dynamo) RecordFailure(ctx context.Context, id string, f Failure) error 
 	var e expr
 	at := formatTime(f.At)
 	update := "SET " + e.n(attrFailure) + " = " + e.v("f", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		attrErrorType: &types.AttributeValueMemberS{Value: truncate(f.ErrorType, maxFailureType)},
-		attrMessage:   &types.AttributeValueMemberS{Value: truncate(f.Message, maxFailureText)},
+		attrErrorType: &types.AttributeValueMemberS{Value: text.Truncate(f.ErrorType, maxFailureType)},
+		attrMessage:   &types.AttributeValueMemberS{Value: text.Truncate(f.Message, maxFailureText)},
 		attrAt:        &types.AttributeValueMemberS{Value: at},
 	}})
 	cond := "attribute_not_exists(" + e.n(attrFailure) + ") OR " + e.n(attrFailure) + "." + e.n(attrAt) + " < " + e.s("at", at)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -24,7 +25,7 @@ import (
 func TestCreateTableMatchesTheTemplate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	client, table := catalogtest.NewTable(t, moto)
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	if err := catalog.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("second CreateTable: %v", err)
 	}
@@ -102,7 +103,7 @@ func (c *countingAPI) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWrit
 }
 
 func newCounted(t *testing.T, opts ...catalog.DynamoOption) (*catalog.Dynamo, *countingAPI, *dynamodb.Client, string) {
-	client, table := catalogtest.NewTable(t, moto)
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	c := &countingAPI{DynamoAPI: catalogtest.Strict(t, client)}
 	return catalog.NewDynamo(c, table, opts...), c, client, table
 }
@@ -301,7 +302,7 @@ func (u *unprocessedAPI) BatchWriteItem(ctx context.Context, in *dynamodb.BatchW
 
 func TestUnprocessedItemsAreRetried(t *testing.T) {
 	t.Parallel()
-	client, table := catalogtest.NewTable(t, moto)
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	u := &unprocessedAPI{DynamoAPI: catalogtest.Strict(t, client), budget: 40}
 	s := catalog.NewDynamo(u, table, catalog.WithBackoff(time.Millisecond, 5*time.Millisecond))
 	a, b := catalogtest.Listing(200, "a"), catalogtest.Listing(120, "b")
@@ -331,7 +332,7 @@ func TestUnprocessedItemsAreRetried(t *testing.T) {
 // the head, the winner's marker and the winner's items remain.
 func TestRaceLeavesNoItemsBehind(t *testing.T) {
 	t.Parallel()
-	client, table := catalogtest.NewTable(t, moto)
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	s := catalog.NewDynamo(catalogtest.Strict(t, client), table)
 	const writers = 6
 	var wg sync.WaitGroup

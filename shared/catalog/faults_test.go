@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
 )
@@ -41,6 +42,7 @@ func (f fault) String() string {
 // n counts all requests, k requests of the same operation (both from 1).
 type faultProxy struct {
 	*httptest.Server
+	moto  string // the endpoint requests go on to
 	mu    sync.Mutex
 	n     int
 	k     map[string]int
@@ -50,7 +52,7 @@ type faultProxy struct {
 }
 
 func newFaultProxy(t *testing.T) *faultProxy {
-	p := &faultProxy{k: map[string]int{}, quit: make(chan struct{})}
+	p := &faultProxy{moto: awstest.SharedMoto(t).Endpoint(), k: map[string]int{}, quit: make(chan struct{})}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
 		close(p.quit)
@@ -100,12 +102,12 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		case <-p.quit:
 		}
 	case dropAfter:
-		if resp, err := forward(r); err == nil {
+		if resp, err := p.forward(r); err == nil {
 			resp.Body.Close()
 		}
 		hangUp(w)
 	default:
-		resp, err := forward(r)
+		resp, err := p.forward(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -119,12 +121,12 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func forward(r *http.Request) (*http.Response, error) {
+func (p *faultProxy) forward(r *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, moto.Endpoint()+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.moto+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +160,9 @@ func hangUp(w http.ResponseWriter) {
 // The SDK's own retries are off, so the store's retries face every fault.
 func newProxied(t *testing.T, opts ...catalog.DynamoOption) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
 	ctx := context.Background()
-	client, table := catalogtest.NewTable(t, moto)
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	p := newFaultProxy(t)
-	proxied := dynamodb.NewFromConfig(moto.Config(ctx), func(o *dynamodb.Options) {
+	proxied := dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(ctx), func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(p.URL)
 		o.RetryMaxAttempts = 1
 	})
@@ -187,9 +189,9 @@ func TestStalledStoreHonoursTheDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			_, table := catalogtest.NewTable(t, moto)
+			_, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 			p := newFaultProxy(t)
-			proxied := dynamodb.NewFromConfig(moto.Config(ctx), func(o *dynamodb.Options) {
+			proxied := dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(ctx), func(o *dynamodb.Options) {
 				o.BaseEndpoint = aws.String(p.URL) // the SDK's default retryer
 			})
 			s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -91,7 +92,7 @@ func TestPutMemory(t *testing.T) {
 		new  func(t *testing.T, h *heapPeak) catalog.Store
 	}{
 		{"dynamo", func(t *testing.T, h *heapPeak) catalog.Store {
-			client, table := catalogtest.NewTable(t, moto)
+			client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 			h.DynamoAPI = client
 			return catalog.NewDynamo(h, table)
 		}},

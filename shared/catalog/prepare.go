@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // MaxItemBytes is the largest tool item the store writes, in DynamoDB's
@@ -22,7 +23,8 @@ import (
 // and moto's 405,000.
 const MaxItemBytes = 400_000
 
-// Stored refusals are cut to these lengths; see truncate.
+// Stored refusals and failures are cut to these lengths in bytes with
+// text.Truncate.
 const (
 	maxRefusalName   = 1024
 	maxRefusalReason = 2048
@@ -242,21 +244,7 @@ func indexContains(index []byte, name string) bool {
 }
 
 func truncRefusal(r mcp.Refusal) mcp.Refusal {
-	return mcp.Refusal{Name: truncate(r.Name, maxRefusalName), Reason: truncate(r.Reason, maxRefusalReason)}
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking a cut
-// with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return mcp.Refusal{Name: text.Truncate(r.Name, maxRefusalName), Reason: text.Truncate(r.Reason, maxRefusalReason)}
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }

@@ -11,32 +11,6 @@ import (
 	"github.com/mcpfn/mcpfn/shared/mcp"
 )
 
-func TestTruncate(t *testing.T) {
-	tests := []struct {
-		name string
-		s    string
-		n    int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"cut", "abcdef", 5, "ab…"},
-		{"cut inside a rune", "a€€€", 6, "a…"}, // byte 3 is inside the first €
-		{"cut on a rune boundary", "éééé", 7, "éé…"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := truncate(tc.s, tc.n)
-			if got != tc.want {
-				t.Errorf("truncate(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
-			}
-			if len(got) > tc.n {
-				t.Errorf("%d bytes, over %d", len(got), tc.n)
-			}
-		})
-	}
-}
-
 func TestToolEncodingRoundTrips(t *testing.T) {
 	tools := []mcp.Tool{
 		{Name: "a", Description: "d", InputSchema: json.RawMessage("{ \"x\": \"<&>\" }\n")},

@@ -11,7 +11,7 @@ import (
 func TestDynamoSuite(t *testing.T) {
 	t.Parallel()
 	catalogtest.Run(t, func(t *testing.T) catalogtest.Store {
-		return catalogtest.NewDynamo(t, moto)
+		return catalogtest.NewDynamo(t, awstest.SharedMoto(t))
 	})
 }
 

@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,37 +83,12 @@ var stores = []store{
 	}},
 }
 
-var (
-	motoOnce sync.Once
-	motoSrv  *awstest.Moto
-	motoErr  error
-	tables   atomic.Int64
-)
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if motoSrv != nil {
-		if err := motoSrv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
-
-// newTable creates a ledger table on the package's moto server, named
-// after the test and unique to this run, so -count=2 starts empty.
+// newTable creates a ledger table of its own on the binary's moto server.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
-	motoOnce.Do(func() { motoSrv, motoErr = awstest.Start() })
-	if motoErr != nil {
-		t.Fatal(motoErr)
-	}
-	api := dynamodb.NewFromConfig(motoSrv.Config(t.Context()))
-	table := fmt.Sprintf("ledger-%s-%d-%08x", regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(t.Name(), "-"), tables.Add(1), rand.Uint32())
-	if err := ledger.CreateTable(t.Context(), api, table); err != nil {
-		t.Fatal(err)
-	}
-	return api, table
+	return awstest.NewTable(t, awstest.SharedMoto(t), "ledger", ledger.CreateTable)
 }
 
 func forEachStore(t *testing.T, f func(t *testing.T, s store)) {

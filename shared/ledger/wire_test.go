@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 )
 
@@ -33,6 +34,7 @@ const (
 // every request once set.
 type proxy struct {
 	*httptest.Server
+	moto   string // the endpoint requests go on to
 	mu     sync.Mutex
 	n      map[string]int
 	next   map[string]fault
@@ -41,7 +43,7 @@ type proxy struct {
 }
 
 func newProxy(t *testing.T) *proxy {
-	p := &proxy{n: map[string]int{}, next: map[string]fault{}, stop: make(chan struct{})}
+	p := &proxy{moto: awstest.SharedMoto(t).Endpoint(), n: map[string]int{}, next: map[string]fault{}, stop: make(chan struct{})}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
 		close(p.stop)
@@ -93,7 +95,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, motoSrv.Endpoint()+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.moto+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -124,7 +126,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 func proxied(t *testing.T) (*proxy, *dynamodb.Client, *dynamodb.Client, string) {
 	direct, table := newTable(t)
 	p := newProxy(t)
-	client := dynamodb.NewFromConfig(motoSrv.Config(t.Context()), func(o *dynamodb.Options) {
+	client := dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(t.Context()), func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(p.URL)
 	})
 	return p, client, direct, table

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // maxRefusalMessage bounds the server's own words quoted in a refusal.
@@ -18,15 +19,15 @@ const maxRefusalMessage = 300
 // passed through scrub (nil: unchanged), then shortened and sanitized (see
 // sanitize), so a cut never leaves part of a scrubbed secret behind.
 func Refusal(toolUseID string, err error, scrub func(string) string) ToolResult {
-	text := "The MCP server refused this tool call. Do not retry the same call unchanged."
+	say := "The MCP server refused this tool call. Do not retry the same call unchanged."
 	msg := refusalMessage(err)
 	if scrub != nil {
 		msg = scrub(msg)
 	}
 	if quoted := sanitize(msg); quoted != "" {
-		text = "The MCP server refused this tool call: " + quoted + "\nDo not retry the same call unchanged."
+		say = "The MCP server refused this tool call: " + quoted + "\nDo not retry the same call unchanged."
 	}
-	return ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: true, Content: []Block{textBlock(text)}}
+	return ToolResult{Type: TypeToolResult, ToolUseID: toolUseID, IsError: true, Content: []Block{textBlock(say)}}
 }
 
 // refusalMessage is what the server said: the error's text after the
@@ -60,7 +61,7 @@ var (
 // sanitize prepares server text for the model: control characters become
 // spaces, runs of space collapse, credentials after an auth scheme or a
 // secret-named key are redacted, URLs are reduced to scheme and host, and the
-// result is cut to maxRefusalMessage bytes at a rune boundary.
+// result is cut to maxRefusalMessage bytes with text.Truncate.
 func sanitize(s string) string {
 	s = strings.ToValidUTF8(s, "?")
 	s = strings.Map(func(r rune) rune {
@@ -70,20 +71,10 @@ func sanitize(s string) string {
 		return r
 	}, s)
 	s = urlRE.ReplaceAllStringFunc(s, origin)
-	s = bearerRE.ReplaceAllString(s, "$1 [redacted]")
-	s = secretRE.ReplaceAllString(s, "$1=[redacted]")
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxRefusalMessage {
-		cut := maxRefusalMessage
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	s = bearerRE.ReplaceAllString(s, "$1 "+text.Redacted)
+	s = secretRE.ReplaceAllString(s, "$1="+text.Redacted)
+	return text.Truncate(strings.Join(strings.Fields(s), " "), maxRefusalMessage)
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // origin reduces a URL to scheme://host, dropping user info, path and query.
 func origin(u string) string {

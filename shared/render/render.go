@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // DefaultMaxBytes is the limit on a rendered result's marshaled JSON when
@@ -290,13 +291,7 @@ func mediaType(s string) string {
 }
 
 // clip bounds a server-chosen string quoted in a note to 200 bytes.
-func clip(s string) string {
-	const n = 200
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
+func clip(s string) string { return text.Truncate(s, 200) }
 
 // uncarried returns the structured content as compact JSON unless a text
 // content block carries it: its trimmed text decodes to a JSON value equal to

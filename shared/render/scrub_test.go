@@ -8,13 +8,14 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // secret is a credential a hostile server quotes; scrub removes it as
 // runner.Item.Scrub would.
 const secret = "vault-tok-9f8e7d"
 
-func scrub(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+func scrub(s string) string { return text.Redact(s, secret) }
 
 // TestScrub: every text block converted from the server's answer passes
 // through Options.Scrub before the limit, the stored object included.

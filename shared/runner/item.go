@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
@@ -89,7 +90,7 @@ func (it *Item) OperationContext(ctx context.Context) (context.Context, context.
 // SetServer records the MCP server for the summary line, which shows its
 // origin only, and scrubs the URL's path and query from every message about
 // this item: the URL, with or without its query, becomes the origin; the
-// path (when longer than "/") and the query alone become "[redacted]".
+// path (when longer than "/") and the query alone become [text.Redacted].
 func (it *Item) SetServer(u *url.URL) {
 	origin := Origin(u)
 	it.mu.Lock()
@@ -112,11 +113,11 @@ func (it *Item) scrubRawServer(raw string) {
 // rawServerSecrets splits raw leniently into scheme, userinfo, host and
 // the rest, and lists what scrubRawServer registers: raw itself and each
 // origin form become the origin; the userinfo and the rest (path, query,
-// fragment) become "[redacted]". A URL that parses adds SetServer's forms.
+// fragment) become [text.Redacted]. A URL that parses adds SetServer's forms.
 func rawServerSecrets(raw string) (string, []replacement) {
 	scheme, rest, found := strings.Cut(raw, "://")
 	if !found {
-		return redacted, []replacement{{old: raw, new: redacted}}
+		return text.Redacted, []replacement{{old: raw, new: text.Redacted}}
 	}
 	end := strings.IndexAny(rest, "/?#")
 	if end < 0 {
@@ -127,7 +128,7 @@ func rawServerSecrets(raw string) (string, []replacement) {
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
 		rs = append(rs, replacement{old: authority[:at+1], new: ""})
 		if len(authority[:at]) > 1 {
-			rs = append(rs, replacement{old: authority[:at], new: redacted})
+			rs = append(rs, replacement{old: authority[:at], new: text.Redacted})
 		}
 		authority = authority[at+1:]
 	}
@@ -138,7 +139,7 @@ func rawServerSecrets(raw string) (string, []replacement) {
 	path, query, _ := strings.Cut(path, "?")
 	for _, part := range []string{tail, path, query, fragment} {
 		if len(part) > 1 {
-			rs = append(rs, replacement{old: part, new: redacted})
+			rs = append(rs, replacement{old: part, new: text.Redacted})
 		}
 	}
 	if len(path) > 1 {
@@ -149,9 +150,6 @@ func rawServerSecrets(raw string) (string, []replacement) {
 	}
 	return origin, rs
 }
-
-// redacted is what Scrub puts in place of a secret.
-const redacted = "[redacted]"
 
 // serverSecrets lists what SetServer scrubs. The origins map to themselves
 // so that a path cannot match inside one ("/api" in "https://api.example").
@@ -171,10 +169,10 @@ func serverSecrets(u *url.URL, origin string) []replacement {
 		}
 	}
 	for _, p := range paths {
-		out = append(out, replacement{old: p, new: redacted})
+		out = append(out, replacement{old: p, new: text.Redacted})
 	}
 	if u.RawQuery != "" {
-		out = append(out, replacement{old: u.RawQuery, new: redacted})
+		out = append(out, replacement{old: u.RawQuery, new: text.Redacted})
 	}
 	return out
 }
@@ -193,7 +191,7 @@ func (it *Item) Server() string {
 	return it.server
 }
 
-// AddSecret makes Scrub replace s (a token) with "[redacted]", and its
+// AddSecret makes Scrub replace s (a token) with [text.Redacted], and its
 // common encodings too: base64 (standard and URL, padded or not), URL
 // query and path escaping, and JSON string escaping.
 func (it *Item) AddSecret(s string) {
@@ -203,7 +201,7 @@ func (it *Item) AddSecret(s string) {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	for _, form := range secretForms(s) {
-		it.secrets = append(it.secrets, replacement{old: form, new: redacted, token: true})
+		it.secrets = append(it.secrets, replacement{old: form, new: text.Redacted, token: true})
 	}
 }
 
@@ -268,7 +266,7 @@ func (it *Item) PublicMessage(err error) string {
 	case we.Err != nil:
 		msg += ": " + we.Err.Error()
 	}
-	return truncate(it.Scrub(msg), maxPublicMessage)
+	return text.Truncate(it.Scrub(msg), maxPublicMessage)
 }
 
 // SetUsage records what the MCP connection cost for the summary line.

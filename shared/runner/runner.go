@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -24,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
@@ -71,7 +71,7 @@ const (
 	DefaultItemBytes        = ItemBytes
 )
 
-// Size limits of what the runner sends on.
+// Size limits in bytes of what the runner sends on (text.Truncate cuts).
 const (
 	maxPublicMessage = 2048 // a wire error's message
 	maxErrorAttr     = 1024 // a dead-lettered message's error attribute
@@ -432,7 +432,7 @@ func (r *Runner) reportTask(ctx context.Context, it *Item, v any, err error) err
 	_, serr := r.cfg.Tasks.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{
 		TaskToken: aws.String(it.TaskToken),
 		Error:     aws.String(string(wire.TypeOf(err))),
-		Cause:     aws.String(truncate(r.publicMessage(it, err), maxTaskCause)),
+		Cause:     aws.String(text.Truncate(r.publicMessage(it, err), maxTaskCause)),
 	})
 	return serr
 }
@@ -443,7 +443,7 @@ func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage
 		MessageBody: aws.String(rec.Body),
 		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
 			"mcpfn.error_type":        stringAttr(string(wire.TypeOf(err))),
-			"mcpfn.error_message":     stringAttr(truncate(r.publicMessage(it, err), maxErrorAttr)),
+			"mcpfn.error_message":     stringAttr(text.Truncate(r.publicMessage(it, err), maxErrorAttr)),
 			"mcpfn.source_message_id": stringAttr(rec.MessageId),
 		},
 	}
@@ -476,16 +476,3 @@ func (r *Runner) wireError(it *Item, err error) error {
 
 // publicMessage is what a caller may see about err: see Item.PublicMessage.
 func (r *Runner) publicMessage(it *Item, err error) string { return it.PublicMessage(err) }
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " [truncated]"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // ErrBadURL is wrapped by every NormalizeURL error. Its messages never quote
@@ -83,7 +85,7 @@ func parts(norm string) (origin, path, query string) {
 // secret.
 func redactURL(norm string) string {
 	if i := strings.IndexByte(norm, '?'); i >= 0 {
-		return norm[:i] + "?[redacted]"
+		return norm[:i] + "?" + text.Redacted
 	}
 	return norm
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // Limits on what Lookup accepts.
@@ -21,6 +23,7 @@ const (
 	MaxVaultIDLen  = 256      // bytes of one vault id
 	MaxSecretBytes = 64 << 10 // a secret's value (the Secrets Manager maximum)
 	maxSecretName  = 512      // Secrets Manager's limit on prefix + id
+	maxQuotedID    = 64       // bytes of a refused vault id an error quotes
 )
 
 // Sentinels. ErrBadVaultID, ErrVaultNotFound and ErrVaultMalformed (and
@@ -123,7 +126,7 @@ func ValidateVaultID(id string) error {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_+=.@-", c) >= 0) {
-			return fmt.Errorf("%w: %q has character %q at byte %d", ErrBadVaultID, clip(id), c, i)
+			return fmt.Errorf("%w: %q has character %q at byte %d", ErrBadVaultID, text.Truncate(id, maxQuotedID), c, i)
 		}
 	}
 	return nil
@@ -134,7 +137,7 @@ func (r *Resolver) validate(id string) error {
 		return err
 	}
 	if len(r.prefix)+len(id) > maxSecretName {
-		return fmt.Errorf("%w: %q makes a secret name longer than %d bytes", ErrBadVaultID, clip(id), maxSecretName)
+		return fmt.Errorf("%w: %q makes a secret name longer than %d bytes", ErrBadVaultID, text.Truncate(id, maxQuotedID), maxSecretName)
 	}
 	return nil
 }
@@ -244,21 +247,12 @@ func headerSafe(s string) bool {
 	return true
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
 // Credential is one server URL (normalised) and its bearer token. Printing,
 // logging or marshaling a Credential redacts the token.
 type Credential struct {
 	ServerURL string
 	Token     string
 }
-
-const redacted = "[redacted]"
 
 func (c Credential) String() string {
 	return fmt.Sprintf("{ServerURL:%s Token:%s}", redactURL(c.ServerURL), redactToken(c.Token))
@@ -311,5 +305,5 @@ func redactToken(t string) string {
 	if t == "" {
 		return ""
 	}
-	return redacted
+	return text.Redacted
 }

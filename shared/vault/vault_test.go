@@ -2,63 +2,37 @@ package vault_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
-// fakeSecrets answers GetSecretValue from a map of secret name → value and
-// records the names asked for.
-type fakeSecrets struct {
-	mu      sync.Mutex
-	secrets map[string]string
-	binary  map[string][]byte
-	fail    map[string]error
-	asked   []string
-}
-
-func (f *fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	name := aws.ToString(in.SecretId)
-	f.asked = append(f.asked, name)
-	if err := f.fail[name]; err != nil {
-		return nil, err
-	}
-	if b, ok := f.binary[name]; ok {
-		return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretBinary: b}, nil
-	}
-	s, ok := f.secrets[name]
-	if !ok {
-		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
-	}
-	return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretString: aws.String(s)}, nil
-}
-
-// creds builds a vault's JSON from url, token pairs.
+// creds is the vault value holding url, token pairs.
 func creds(pairs ...string) string {
-	var b strings.Builder
-	b.WriteString(`{"credentials":[`)
-	for i := 0; i < len(pairs); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"server_url":%q,"token":%q}`, pairs[i], pairs[i+1])
+	var cs []vault.Credential
+	for i := 0; i+1 < len(pairs); i += 2 {
+		cs = append(cs, vault.Credential{ServerURL: pairs[i], Token: pairs[i+1]})
 	}
-	b.WriteString(`]}`)
-	return b.String()
+	return vaulttest.JSON(cs...)
+}
+
+// secretsOf is a vaulttest.Secrets holding values, name → secret string.
+func secretsOf(values map[string]string) *vaulttest.Secrets {
+	s := &vaulttest.Secrets{}
+	for name, v := range values {
+		s.Put(name, v)
+	}
+	return s
 }
 
 const server = "https://mcp.example.com/mcp"
@@ -150,7 +124,7 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeSecrets{secrets: secrets}
+			f := secretsOf(secrets)
 			got, err := vault.NewResolver(f, "mcpfn/").Lookup(t.Context(), tt.vaults, tt.server)
 			if err != nil {
 				t.Fatal(err)
@@ -158,7 +132,7 @@ func TestLookup(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Lookup (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantAsked, f.asked); diff != "" {
+			if diff := cmp.Diff(tt.wantAsked, f.Asked()); diff != "" {
 				t.Errorf("secrets read (-want +got):\n%s", diff)
 			}
 		})
@@ -167,25 +141,21 @@ func TestLookup(t *testing.T) {
 
 func TestLookupErrors(t *testing.T) {
 	unavailable := errors.New("connection reset")
-	f := &fakeSecrets{
-		secrets: map[string]string{
-			"p-good":      creds(server, "tok-good"),
-			"p-notjson":   `{"credentials": [ {"server_url": "https://mcp.example.com/mcp", "token": "tok-leak"`,
-			"p-array":     `[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak"}]`,
-			"p-unknown":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak","tokne":"x"}]}`,
-			"p-nocreds":   `{}`,
-			"p-nourl":     `{"credentials":[{"token":"tok-leak"}]}`,
-			"p-badurl":    `{"credentials":[{"server_url":"https://user:tok-leak@mcp.example.com/mcp","token":"t"}]}`,
-			"p-notoken":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":""}]}`,
-			"p-newline":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak\n"}]}`,
-			"p-wrongtype": `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":12345}]}`,
-			"p-trailing":  creds(server, "tok-leak") + `{}`,
-		},
-		fail: map[string]error{
-			"p-down":    unavailable,
-			"p-deleted": &types.InvalidRequestException{Message: aws.String("You can't perform this operation on the secret because it was marked for deletion.")},
-		},
-	}
+	f := secretsOf(map[string]string{
+		"p-good":      creds(server, "tok-good"),
+		"p-notjson":   `{"credentials": [ {"server_url": "https://mcp.example.com/mcp", "token": "tok-leak"`,
+		"p-array":     `[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak"}]`,
+		"p-unknown":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak","tokne":"x"}]}`,
+		"p-nocreds":   `{}`,
+		"p-nourl":     `{"credentials":[{"token":"tok-leak"}]}`,
+		"p-badurl":    `{"credentials":[{"server_url":"https://user:tok-leak@mcp.example.com/mcp","token":"t"}]}`,
+		"p-notoken":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":""}]}`,
+		"p-newline":   `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":"tok-leak\n"}]}`,
+		"p-wrongtype": `{"credentials":[{"server_url":"https://mcp.example.com/mcp","token":12345}]}`,
+		"p-trailing":  creds(server, "tok-leak") + `{}`,
+	})
+	f.Fail("p-down", unavailable)
+	f.Fail("p-deleted", &types.InvalidRequestException{Message: aws.String("You can't perform this operation on the secret because it was marked for deletion.")})
 	tests := []struct {
 		name    string
 		vaults  []string
@@ -237,18 +207,19 @@ func TestLookupErrors(t *testing.T) {
 }
 
 func TestBadVaultIDReadsNothing(t *testing.T) {
-	f := &fakeSecrets{secrets: map[string]string{"p-good": creds(server, "t")}}
+	f := secretsOf(map[string]string{"p-good": creds(server, "t")})
 	_, err := vault.NewResolver(f, "p-").Lookup(t.Context(), []string{"good", "bad/id"}, server)
 	if !errors.Is(err, vault.ErrBadVaultID) {
 		t.Fatalf("Lookup: %v, want ErrBadVaultID", err)
 	}
-	if len(f.asked) != 0 {
-		t.Errorf("secrets read before validation: %q", f.asked)
+	if asked := f.Asked(); len(asked) != 0 {
+		t.Errorf("secrets read before validation: %q", asked)
 	}
 }
 
 func TestSecretBinary(t *testing.T) {
-	f := &fakeSecrets{binary: map[string][]byte{"p-bin": []byte(creds(server, "tok-bin"))}}
+	f := &vaulttest.Secrets{}
+	f.PutBinary("p-bin", []byte(creds(server, "tok-bin")))
 	got, err := vault.NewResolver(f, "p-").Lookup(t.Context(), []string{"bin"}, server)
 	if err != nil {
 		t.Fatal(err)

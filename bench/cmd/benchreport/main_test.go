@@ -42,7 +42,7 @@ func TestFormatting(t *testing.T) {
 		{"one second", seconds(time.Second), "1 s"},
 		{"singular", plural(1, "write"), "1 write"},
 		{"plural", plural(42, "write"), "42 writes"},
-		{"cut", oneLine("abcdef", 3), "abc…"},
+		{"cut", oneLine("abcdefgh", 6), "abc…"}, // the marker counts in n
 		{"round-trip time", millis(20 * time.Millisecond), "20 ms"},
 		{"primed client", rttClient(bench.RTTCase{Client: item.Ours, Hint: "2026-07-28", Primed: true}), "shared/mcp, hint 2026-07-28, primed"},
 		{"count range", countRange([]int{2, 3, 2}), "2–3"},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/bench"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // section is one numbered item of issue 8.
@@ -146,8 +147,5 @@ func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "`", "'")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return text.Truncate(s, n)
 }

@@ -4,10 +4,6 @@
 package catalogtest
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -16,19 +12,11 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 )
 
-var tables atomic.Int64
-
-// NewTable creates a catalog table with a fresh name on m and returns a
+// NewTable creates a catalog table with a unique name on m and returns a
 // client for m and the table's name.
 func NewTable(tb testing.TB, m *awstest.Moto) (*dynamodb.Client, string) {
 	tb.Helper()
-	ctx := context.Background()
-	client := dynamodb.NewFromConfig(m.Config(ctx))
-	name := fmt.Sprintf("catalog-%d-%08x", tables.Add(1), rand.Uint32())
-	if err := catalog.CreateTable(ctx, client, name); err != nil {
-		tb.Fatalf("catalogtest: %v", err)
-	}
-	return client, name
+	return awstest.NewTable(tb, m, "catalog", catalog.CreateTable)
 }
 
 // NewDynamo returns a store in a fresh table on m whose client is wrapped

@@ -2,30 +2,22 @@ package runnertest
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-)
 
-// UniqueName returns prefix followed by a random suffix, for tables,
-// queues and secrets that tests sharing one server must not share.
-func UniqueName(prefix string) string {
-	return fmt.Sprintf("%s-%08x", prefix, rand.Uint32())
-}
+	"github.com/mcpfn/mcpfn/shared/awstest"
+)
 
 // NewQueue creates a standard queue with a unique name and returns its URL.
 func NewQueue(tb testing.TB, client *sqs.Client, prefix string) string {
 	tb.Helper()
-	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(prefix))})
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(awstest.UniqueName(prefix))})
 	if err != nil {
 		tb.Fatalf("runnertest: create queue: %v", err)
 	}
@@ -88,25 +80,4 @@ func Pending(tb testing.TB, client *sqs.Client, url string) int {
 		n += c
 	}
 	return n
-}
-
-// VaultCredential is one credential of a vault secret.
-type VaultCredential struct {
-	ServerURL string `json:"server_url"`
-	Token     string `json:"token"`
-}
-
-// PutVault creates the secret name holding creds in the vault format.
-func PutVault(tb testing.TB, client *secretsmanager.Client, name string, creds ...VaultCredential) {
-	tb.Helper()
-	if creds == nil {
-		creds = []VaultCredential{}
-	}
-	b, err := json.Marshal(map[string]any{"credentials": creds})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := client.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(string(b))}); err != nil {
-		tb.Fatalf("runnertest: create secret %s: %v", name, err)
-	}
 }

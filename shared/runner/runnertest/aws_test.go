@@ -7,15 +7,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
-func TestMain(m *testing.M) { os.Exit(runnertest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // TestPending counts visible and in-flight messages, so an empty queue
 // proves nothing was sent.
 func TestPending(t *testing.T) {
-	m := runnertest.SharedMoto(t)
+	m := awstest.SharedMoto(t)
 	client := sqs.NewFromConfig(m.Config(t.Context()))
 	url := runnertest.NewQueue(t, client, "pending")
 	if n := runnertest.Pending(t, client, url); n != 0 {

@@ -2,12 +2,14 @@ package runnertest_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -94,11 +96,31 @@ func TestTasksOnce(t *testing.T) {
 	if _, err := tasks.SendTaskFailure(t.Context(), fail); !errors.As(err, &timedOut) {
 		t.Errorf("failure after success = %v, want TaskTimedOut", err)
 	}
-	if _, err := tasks.SendTaskFailure(t.Context(), &sfn.SendTaskFailureInput{TaskToken: aws.String("b")}); err != nil {
+	if _, err := tasks.SendTaskFailure(t.Context(), &sfn.SendTaskFailureInput{TaskToken: aws.String("b"), Error: aws.String("internal_error")}); err != nil {
 		t.Errorf("another token: %v", err)
 	}
-	want := []runnertest.TaskReport{{TaskToken: "a", Output: []byte(`{}`)}, {TaskToken: "b"}}
+	want := []runnertest.TaskReport{{TaskToken: "a", Output: []byte(`{}`)}, {TaskToken: "b", Error: "internal_error"}}
 	if diff := cmp.Diff(want, tasks.Reports()); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+}
+
+// TestTasksRefusals: what Step Functions refuses, and a failure without an
+// error (which TaskReport.Action could not tell from a success), is
+// refused and not recorded.
+func TestTasksRefusals(t *testing.T) {
+	tasks := &runnertest.Tasks{}
+	_, err := tasks.SendTaskSuccess(t.Context(), &sfn.SendTaskSuccessInput{TaskToken: aws.String("a"), Output: aws.String("{")})
+	if _, ok := errors.AsType[*sfntypes.InvalidOutput](err); !ok {
+		t.Errorf("output not JSON: %v, want InvalidOutput", err)
+	}
+	for name, e := range map[string]string{"no error": "", "error over 256": strings.Repeat("x", 257)} {
+		_, err := tasks.SendTaskFailure(t.Context(), &sfn.SendTaskFailureInput{TaskToken: aws.String("a"), Error: aws.String(e)})
+		if ae, ok := errors.AsType[smithy.APIError](err); !ok || ae.ErrorCode() != "ValidationException" {
+			t.Errorf("%s: %v, want ValidationException", name, err)
+		}
+	}
+	if got := tasks.Reports(); len(got) != 0 {
+		t.Errorf("reports %+v, want none", got)
 	}
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // Stack surrounds a function's handler as main wires it, over the test
-// binary's moto server (SharedMoto): a fresh SQS dead-letter queue, Secrets
+// binary's moto server (awstest.SharedMoto): a fresh SQS dead-letter queue, Secrets
 // Manager vaults under a fresh prefix and a DynamoDB catalog in a fresh
 // table, with a guard policy allowing 127.0.0.1 and Step Functions, logs
 // and metrics recorded. Start builds Runner; Invoke runs payloads.
@@ -47,7 +47,7 @@ type Stack struct {
 // runner.Config.Function and in the queue's name).
 func NewStack(tb testing.TB, function string) *Stack {
 	tb.Helper()
-	m := SharedMoto(tb)
+	m := awstest.SharedMoto(tb)
 	awsCfg := m.Config(tb.Context())
 	policy, err := guard.NewPolicy("127.0.0.1/32")
 	if err != nil {
@@ -58,7 +58,7 @@ func NewStack(tb testing.TB, function string) *Stack {
 		DDB:     dynamodb.NewFromConfig(awsCfg),
 		SQS:     sqs.NewFromConfig(awsCfg),
 		Secrets: secretsmanager.NewFromConfig(awsCfg),
-		Prefix:  UniqueName("vaults") + "/",
+		Prefix:  awstest.UniqueName("vaults") + "/",
 		Policy:  policy,
 		Tasks:   &Tasks{},
 		Logs:    &Lines{},
@@ -99,7 +99,7 @@ func (s *Stack) Start(tb testing.TB, p runner.Processor, tweak func(*runner.Conf
 // to the deadline.
 func (s *Stack) Invoke(tb testing.TB, payload []byte, timeout time.Duration) (any, error) {
 	tb.Helper()
-	ctx, cancel := Context(tb.Context(), "req-"+UniqueName("it"), timeout)
+	ctx, cancel := Context(tb.Context(), "req-"+awstest.UniqueName("it"), timeout)
 	defer cancel()
 	return s.Runner.Handle(ctx, payload)
 }

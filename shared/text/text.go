@@ -1,0 +1,83 @@
+// Package text holds the string helpers every package shares: Truncate,
+// which bounds a string in bytes, and Redact with its marker Redacted. It
+// imports nothing from this module, so any package may use it.
+package text
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Redacted is what stands in place of a secret in any text we show or log.
+const Redacted = "[redacted]"
+
+// ellipsis marks the place where Truncate cut.
+const ellipsis = "…"
+
+// Truncate returns s when it is at most n bytes long. Otherwise it cuts s
+// at a rune boundary and appends "…", so the result is at most n bytes,
+// the marker included; when n is shorter than the marker, the cut has no
+// marker. A negative n counts as 0. Valid UTF-8 in gives valid UTF-8 out.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n = max(n, 0)
+	mark := ellipsis
+	if n < len(mark) {
+		mark = ""
+	}
+	cut := n - len(mark)
+	// A rune is at most utf8.UTFMax bytes: look no further back, so that
+	// invalid input is cut near n too.
+	for back := 0; cut > 0 && back < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); back++ {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// Redact returns s with every occurrence of each non-empty secret replaced
+// by Redacted. Occurrences that overlap, such as a secret inside a longer
+// one, become one Redacted, so no part of any occurrence survives.
+func Redact(s string, secrets ...string) string {
+	// covered[i] is the end of the occurrences that start at i, 0 if none.
+	var covered []int
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		for from := 0; ; {
+			i := strings.Index(s[from:], secret)
+			if i < 0 {
+				break
+			}
+			if covered == nil {
+				covered = make([]int, len(s))
+			}
+			start := from + i
+			covered[start] = max(covered[start], start+len(secret))
+			from = start + 1
+		}
+	}
+	if covered == nil {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	kept := 0 // s[kept:i] is not yet written
+	for i := 0; i < len(s); i++ {
+		end := covered[i]
+		if end == 0 {
+			continue
+		}
+		// Extend over every occurrence that starts before the run ends.
+		for j := i + 1; j < end; j++ {
+			end = max(end, covered[j])
+		}
+		b.WriteString(s[kept:i])
+		b.WriteString(Redacted)
+		kept, i = end, end-1
+	}
+	b.WriteString(s[kept:])
+	return b.String()
+}

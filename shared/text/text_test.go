@@ -1,0 +1,124 @@
+package text_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mcpfn/mcpfn/shared/text"
+)
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    string
+		n    int
+		want string
+	}{
+		{"short", "abc", 10, "abc"},
+		{"n = len(s)", "abcdef", 6, "abcdef"},
+		{"one over", "abcdefg", 6, "abc…"}, // the marker is 3 bytes
+		{"empty", "", 0, ""},
+		{"n = marker", "abcdef", 3, "…"},
+		{"n < marker", "abcdef", 2, "ab"},
+		{"n = 0", "abcdef", 0, ""},
+		{"n < 0", "abcdef", -5, ""},
+		{"two-byte runes", "ééééé", 8, "éé…"},                             // 10 bytes; cut at 5 backs off to 4
+		{"three-byte runes", "€€€€", 10, "€€…"},                           // 12 bytes; cut at 7 backs off to 6
+		{"four-byte runes", "😀😀😀", 9, "😀…"},                               // 12 bytes; cut at 6 backs off to 4
+		{"n < marker, mid-rune", "€uro", 2, ""},                           // no whole rune fits
+		{"n < marker, rune fits", "é€", 2, "é"},                           // 5 bytes
+		{"marker in s", "a…b…c…d", 8, "a…b…"},                             // cut at 5, where the second … starts
+		{"invalid UTF-8", strings.Repeat("\x80", 10), 9, "\x80\x80\x80…"}, // cut at 6 backs off at most 3 bytes
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := text.Truncate(tc.s, tc.n)
+			if got != tc.want {
+				t.Errorf("Truncate(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+			}
+			if len(got) > max(tc.n, 0) && got != tc.s {
+				t.Errorf("Truncate(%q, %d) is %d bytes, over the limit", tc.s, tc.n, len(got))
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		s       string
+		secrets []string
+		want    string
+	}{
+		{"none", "Bearer tok-1", nil, "Bearer tok-1"},
+		{"empty secret", "Bearer tok-1", []string{""}, "Bearer tok-1"},
+		{"empty among others", "Bearer tok-1", []string{"", "tok-1", ""}, "Bearer [redacted]"},
+		{"every occurrence", "tok tok, tok", []string{"tok"}, "[redacted] [redacted], [redacted]"},
+		{"absent", "nothing here", []string{"tok-1"}, "nothing here"},
+		{"whole s", "tok-1", []string{"tok-1"}, "[redacted]"},
+		{"inside a longer one", "key=abc123", []string{"abc", "abc123"}, "key=[redacted]"},
+		{"longer one given last", "key=abc123 and abc", []string{"abc123", "abc"}, "key=[redacted] and [redacted]"},
+		{"overlapping", "xabcdefx", []string{"abcd", "cdef"}, "x[redacted]x"},
+		{"overlapping itself", "aaaaa", []string{"aaa"}, "[redacted]"},
+		{"adjacent", "tok1tok2", []string{"tok1", "tok2"}, "[redacted][redacted]"},
+		{"repeated secret", "a tok b", []string{"tok", "tok"}, "a [redacted] b"},
+		{"multi-byte", "clé: sécret!", []string{"sécret"}, "clé: [redacted]!"},
+		{"the marker itself", "[redacted]", []string{"redacted"}, "[[redacted]]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := text.Redact(tc.s, tc.secrets...); got != tc.want {
+				t.Errorf("Redact(%q, %q) = %q, want %q", tc.s, tc.secrets, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzTruncate: the result is never longer than n (or than s), is a prefix
+// of s followed by at most the marker, and is valid UTF-8 when s is.
+func FuzzTruncate(f *testing.F) {
+	for _, s := range []string{"", "abc", "ééééé", "€€€€", "😀😀😀", "a…b", "\x80\xff"} {
+		for _, n := range []int{-1, 0, 1, 2, 3, 4, 5, 8} {
+			f.Add(s, n)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		got := text.Truncate(s, n)
+		if len(s) <= n {
+			if got != s {
+				t.Fatalf("Truncate(%q, %d) = %q, want s unchanged", s, n, got)
+			}
+			return
+		}
+		if len(got) > max(n, 0) {
+			t.Fatalf("Truncate(%q, %d) = %q, %d bytes", s, n, got, len(got))
+		}
+		if !strings.HasPrefix(s, strings.TrimSuffix(got, "…")) {
+			t.Fatalf("Truncate(%q, %d) = %q, not a prefix of s", s, n, got)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("Truncate(%q, %d) = %q, invalid UTF-8", s, n, got)
+		}
+	})
+}
+
+// FuzzRedact: no secret of at least two bytes survives in the result
+// unless the marker itself contains it, and a result without secrets is s.
+func FuzzRedact(f *testing.F) {
+	f.Add("Bearer tok-123 at tok", "tok-123", "tok")
+	f.Add("xabcdefx", "abcd", "cdef")
+	f.Add("aaaaa", "aaa", "")
+	f.Fuzz(func(t *testing.T, s, a, b string) {
+		got := text.Redact(s, a, b)
+		for _, secret := range []string{a, b} {
+			if secret == "" || strings.Contains(secret, "\x00") {
+				continue
+			}
+			if strings.Contains(strings.ReplaceAll(got, text.Redacted, "\x00"), secret) {
+				t.Fatalf("Redact(%q, %q, %q) = %q still holds %q", s, a, b, got, secret)
+			}
+		}
+		if !strings.Contains(s, a) && !strings.Contains(s, b) && got != s {
+			t.Fatalf("Redact(%q, %q, %q) = %q, want s unchanged", s, a, b, got)
+		}
+	})
+}
