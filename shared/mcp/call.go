@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpfn/mcpfn/shared/text"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,19 +25,19 @@ var errNotObject = errors.New("mcp: arguments are not a JSON object")
 // more, within the same budget (see Config.Discovery).
 func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMessage) (*CallResult, error) {
 	if c == nil || c.cs == nil {
-		return nil, fmt.Errorf("mcp: call %q: %w: the Conn did not come from Connect", truncate(name, 128), ErrNotConnected)
+		return nil, fmt.Errorf("mcp: call %q: %w: the Conn did not come from Connect", text.Truncate(name, 128), ErrNotConnected)
 	}
 	var args any // an untyped nil is what the SDK sends as {}
 	if trimmed := bytes.TrimSpace(arguments); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
 		if trimmed[0] != '{' || !json.Valid(trimmed) {
-			return nil, fmt.Errorf("mcp: call %q: %w", truncate(name, 128), errNotObject)
+			return nil, fmt.Errorf("mcp: call %q: %w", text.Truncate(name, 128), errNotObject)
 		}
 		args = json.RawMessage(trimmed)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
-	what := fmt.Sprintf("call %q", truncate(name, 128))
+	what := fmt.Sprintf("call %q", text.Truncate(name, 128))
 	res, err := c.call(ctx, what, name, args)
 	if err != nil {
 		return nil, err

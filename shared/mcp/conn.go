@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // DefaultClient is the guarded client used when Config.HTTPClient is nil:
@@ -137,8 +137,8 @@ func (c *Conn) handshake(ctx context.Context, hint string) (*sdk.ClientSession, 
 	c.stats.ProtocolVersion = res.ProtocolVersion
 	c.stats.ServerName, c.stats.ServerVersion = "", ""
 	if res.ServerInfo != nil {
-		c.stats.ServerName = truncate(res.ServerInfo.Name, 256)
-		c.stats.ServerVersion = truncate(res.ServerInfo.Version, 256)
+		c.stats.ServerName = text.Truncate(res.ServerInfo.Name, 256)
+		c.stats.ServerVersion = text.Truncate(res.ServerInfo.Version, 256)
 	}
 	c.stats.Discovery = discoveryOf(res, c.stats.ServerName, c.stats.ServerVersion)
 	return cs, nil
@@ -256,7 +256,7 @@ type redacted struct {
 	query string
 }
 
-func (r *redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.query, "REDACTED") }
+func (r *redacted) Error() string { return text.Redact(r.err.Error(), r.query) }
 func (r *redacted) Unwrap() error { return r.err }
 
 // Stats returns what the connection cost so far. It is safe on a nil or

@@ -3,6 +3,8 @@ package mcp
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // maxChallengeBytes bounds the WWW-Authenticate value an UnauthorizedError keeps.
@@ -35,16 +37,5 @@ func unauthorized(resp *http.Response) *UnauthorizedError {
 		}
 		challenge += v
 	}
-	return &UnauthorizedError{Status: resp.StatusCode, Challenge: truncate(challenge, maxChallengeBytes)}
-}
-
-// truncate shortens s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
+	return &UnauthorizedError{Status: resp.StatusCode, Challenge: text.Truncate(challenge, maxChallengeBytes)}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfn/mcpfn/shared/text"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -77,7 +78,7 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 			return v.listing, nil
 		}
 		if seen[cursor] {
-			return Listing{}, fmt.Errorf("mcp: list tools: %w: %w: page %d repeats cursor %q", ErrProtocol, ErrCursorLoop, page, truncate(cursor, 64))
+			return Listing{}, fmt.Errorf("mcp: list tools: %w: %w: page %d repeats cursor %q", ErrProtocol, ErrCursorLoop, page, text.Truncate(cursor, 64))
 		}
 		seen[cursor] = true
 	}
@@ -135,7 +136,7 @@ func newValidator() *validator {
 }
 
 func (v *validator) refuse(name, reason string) {
-	v.listing.Refused = append(v.listing.Refused, Refusal{Name: truncate(name, maxRefusalName), Reason: reason})
+	v.listing.Refused = append(v.listing.Refused, Refusal{Name: text.Truncate(name, maxRefusalName), Reason: reason})
 }
 
 // page walks the raw entries of one page alongside the SDK's decoded ones.
@@ -463,7 +464,7 @@ func (l *dropLog) Handle(_ context.Context, r slog.Record) error {
 		l.dropped = map[string]string{}
 	}
 	if _, ok := l.dropped[tool]; !ok {
-		l.dropped[tool] = truncate(why, 512)
+		l.dropped[tool] = text.Truncate(why, 512)
 	}
 	return nil
 }

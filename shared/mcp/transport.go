@@ -33,9 +33,9 @@ const methodCancelled = "notifications/cancelled"
 // error and cancels that operation, and notes which calls the server
 // answered, keeping the raw result of each tools/list.
 type transport struct {
-	next    http.RoundTripper
-	origin  string // scheme://host of the endpoint: the only origin that gets the token
-	token   string
+	next   http.RoundTripper
+	origin string // scheme://host of the endpoint: the only origin that gets the token
+	token  string
 
 	life context.Context // ends every request of the Conn when cancelled
 	kill context.CancelFunc

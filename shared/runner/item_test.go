@@ -20,7 +20,7 @@ func TestScrub(t *testing.T) {
 		{"full URL", "https://mcp.example.com/mcp/sk-path?key=q",
 			`Post "https://mcp.example.com/mcp/sk-path?key=q": EOF`, `Post "https://mcp.example.com": EOF`},
 		{"query already redacted by package mcp", "https://mcp.example.com/mcp/sk-path?key=q",
-			`Post "https://mcp.example.com/mcp/sk-path?REDACTED": EOF`, `Post "https://mcp.example.com?REDACTED": EOF`},
+			`Post "https://mcp.example.com/mcp/sk-path?[redacted]": EOF`, `Post "https://mcp.example.com?[redacted]": EOF`},
 		{"URL without its query", "https://mcp.example.com/mcp/sk-path?key=q",
 			`GET https://mcp.example.com/mcp/sk-path: 404`, `GET https://mcp.example.com: 404`},
 		{"the path alone", "https://mcp.example.com/mcp/sk-path?key=q",
