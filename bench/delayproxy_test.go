@@ -86,19 +86,7 @@ func TestDelayCopy(t *testing.T) {
 // handshake's and the exchange's; only a lower bound is checked), and a
 // half-close reaches the server.
 func TestDelayProxy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
+	ln := serveOnce(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 	const rtt = 40 * time.Millisecond
 	p, err := NewDelayProxy(ln.Addr().String(), rtt)
 	if err != nil {
@@ -139,19 +127,7 @@ func TestDelayProxy(t *testing.T) {
 // TestDelayProxyClose closes a proxy with a connection open: the client
 // sees the connection end.
 func TestDelayProxyClose(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(io.Discard, c) // never answers
-	}()
+	ln := serveOnce(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) }) // never answers
 	p, err := NewDelayProxy(ln.Addr().String(), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -173,4 +149,24 @@ func TestDelayProxyClose(t *testing.T) {
 	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("read after Close = %v, want EOF or a reset", err)
 	}
+}
+
+// serveOnce listens on loopback and hands the first connection to serve;
+// the listener closes when the test ends.
+func serveOnce(t *testing.T, serve func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+	return ln
 }

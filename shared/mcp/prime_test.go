@@ -139,9 +139,7 @@ func TestPrimedRefusalsThatDoNotFallBack(t *testing.T) {
 		{
 			name: "a 400 that is not about the version",
 			call: func(w http.ResponseWriter, id json.RawMessage) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32602, "message": "bad arguments"}})
+				badRequest(w, id, map[string]any{"code": -32602, "message": "bad arguments"})
 			},
 			calls:   1,
 			wantErr: ErrServerAnswered,
@@ -149,10 +147,8 @@ func TestPrimedRefusalsThatDoNotFallBack(t *testing.T) {
 		{
 			name: "unsupported version, every time",
 			call: func(w http.ResponseWriter, id json.RawMessage) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
-					"code": -32022, "message": "unsupported protocol version", "data": map[string]any{"supported": []string{"2026-07-28"}}}})
+				badRequest(w, id, map[string]any{"code": -32022, "message": "unsupported protocol version",
+					"data": map[string]any{"supported": []string{"2026-07-28"}}})
 			},
 			calls:   2, // the primed call, then once after the real connect
 			wantErr: ErrServerAnswered,
@@ -193,4 +189,11 @@ func TestUnusableDiscoveryIsIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badRequest answers with HTTP 400 carrying the JSON-RPC error e.
+func badRequest(w http.ResponseWriter, id json.RawMessage, e map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 }

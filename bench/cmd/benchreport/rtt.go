@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -27,13 +25,7 @@ const (
 )
 
 func injectedRTT(ctx context.Context, e *env) (result, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return result{}, err
-	}
-	cmd := exec.Command(self, "-"+serveFixtures)
-	cmd.Stderr = os.Stderr
-	fx, err := bench.StartFixtures(cmd)
+	fx, err := startFixtures()
 	if err != nil {
 		return result{}, err
 	}

@@ -53,14 +53,19 @@ const allocBench = "BenchmarkItem"
 // cost; what a user waits for is section 9's, under a round-trip time.
 const overheadTarget = 1.10
 
-func overhead(ctx context.Context, e *env) (result, error) {
+// startFixtures starts this binary as the go-sdk fixture servers' child.
+func startFixtures() (*bench.Fixtures, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	cmd := exec.Command(self, "-"+serveFixtures)
 	cmd.Stderr = os.Stderr
-	fx, err := bench.StartFixtures(cmd)
+	return bench.StartFixtures(cmd)
+}
+
+func overhead(ctx context.Context, e *env) (result, error) {
+	fx, err := startFixtures()
 	if err != nil {
 		return result{}, err
 	}
