@@ -67,11 +67,30 @@ type Config struct {
 const MaxDiscoveryBytes = 16 << 10
 
 // Tool is one accepted tool, in the shape the platform stores and hands the
-// model (Anthropic tool-definition field names).
+// model (Anthropic tool-definition field names, snake_case for the rest).
+// Title, OutputSchema, Annotations and Meta are optional; schemas and Meta
+// are compact JSON. ModelName is never set by this package: the catalog
+// store gives each stored tool a model-safe name.
 type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	ModelName    string          `json:"model_name,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Meta         json.RawMessage `json:"meta,omitempty"`
+}
+
+// Annotations are a tool's behaviour hints (MCP ToolAnnotations); a nil
+// hint was not given. Other holds the annotation keys not named here (the
+// annotations' own title among them) as a compact JSON object, or nil.
+type Annotations struct {
+	ReadOnlyHint    *bool           `json:"read_only_hint,omitempty"`
+	DestructiveHint *bool           `json:"destructive_hint,omitempty"`
+	IdempotentHint  *bool           `json:"idempotent_hint,omitempty"`
+	OpenWorldHint   *bool           `json:"open_world_hint,omitempty"`
+	Other           json.RawMessage `json:"other,omitempty"`
 }
 
 // Refusal is one listed entry that was not accepted, with the reason.
