@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // The reference implementations below decode with encoding/json; the
@@ -39,7 +40,7 @@ func refMessage(payload []byte) (rpcMessage, bool) {
 	return out, true
 }
 
-func refEntries(raw []byte) ([][]byte, bool) {
+func refEntries(raw []byte) ([]json.RawMessage, bool) {
 	var result map[string]json.RawMessage
 	if json.Unmarshal(raw, &result) != nil {
 		return nil, false
@@ -48,11 +49,7 @@ func refEntries(raw []byte) ([][]byte, bool) {
 	if json.Unmarshal(result["tools"], &entries) != nil || entries == nil {
 		return nil, false
 	}
-	out := make([][]byte, len(entries))
-	for i, e := range entries {
-		out[i] = e
-	}
-	return out, true
+	return entries, true
 }
 
 func refName(entry []byte) string {
@@ -515,8 +512,60 @@ func TestValidJSONNestingLimit(t *testing.T) {
 				if got, std := validJSON(b), json.Valid(b); got != want || std != want {
 					t.Errorf("%s nested %d deep: validJSON = %v, json.Valid = %v; want %v", pair, tc.depth, got, std, want)
 				}
+				if _, got := readMessage(b); pair == `{"a":}` && got != want {
+					t.Errorf("%s nested %d deep: readMessage ok = %v, want %v", pair, tc.depth, got, want)
+				}
 			}
 		})
+	}
+}
+
+// refCall decodes as encoding/json does, which also matches a key that
+// differs from "id" or "method" in case only; folded says the body has
+// such a key, which readCall, like the SDK, does not match.
+func refCall(body []byte) (id []byte, method string, ok, folded bool) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) == nil {
+		for k := range keys {
+			if k != "id" && k != "method" && (strings.EqualFold(k, "id") || strings.EqualFold(k, "method") || !isASCII(k)) {
+				folded = true
+			}
+		}
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return nil, "", false, folded
+	}
+	return m.ID, m.Method, true, folded
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSegmentioHasNoNestingLimit pins why parse measures the depth first:
+// the SDK's JSON library parses any nesting, recursing once per level
+// (go-sdk's internal/json checks a depth of its own before decoding).
+func TestSegmentioHasNoNestingLimit(t *testing.T) {
+	n := 3 * maxJSONDepth
+	deep := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	if !segjson.Valid(deep) {
+		t.Errorf("segmentio refuses %d levels; parse may no longer need its depth check", n)
+	}
+	if validJSON(deep) {
+		t.Errorf("validJSON accepts %d levels", n)
+	}
+	hostile := []byte(`{"result":` + strings.Repeat("[", 8<<20) + `}`) // a budget's worth, never closed
+	if _, ok := readMessage(hostile); ok {
+		t.Error("readMessage accepts 8 Mi open brackets")
 	}
 }
 
@@ -536,16 +585,38 @@ func FuzzReadCall(f *testing.F) {
 		`{"method":"caf\u00e9","id":"x"}`,
 		"{\"meth\u212aod\":\"kelvin\"}",
 		`{"ſd":1}`,
+		`{"ıd":1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, method, ok := readCall(body)
-		wantID, wantMethod, wantOK := readCallSlowly(body)
+		wantID, wantMethod, wantOK, folded := refCall(body)
+		if folded {
+			return
+		}
 		if ok != wantOK || method != wantMethod || idKey(id) != idKey(wantID) {
 			t.Errorf("readCall(%q) = %q, %q, %v; want %q, %q, %v", body, id, method, ok, wantID, wantMethod, wantOK)
 		}
 	})
+}
+
+// TestReadCallMatchesKeysExactly: a key that encoding/json would match
+// case-insensitively is not "id" or "method" to readCall, as to the SDK.
+func TestReadCallMatchesKeysExactly(t *testing.T) {
+	for _, tc := range []struct {
+		body       string
+		id, method string
+	}{
+		{`{"Method":"x","ID":7}`, "", ""},
+		{`{"METHOD":"x","id":7}`, "7", ""},
+		{`{"ıd":7,"method":"x"}`, "", "x"}, // dotless i: encoding/json folds it to I
+	} {
+		id, method, ok := readCall([]byte(tc.body))
+		if !ok || string(id) != tc.id || method != tc.method {
+			t.Errorf("readCall(%s) = %q, %q, %v; want %q, %q, true", tc.body, id, method, ok, tc.id, tc.method)
+		}
+	}
 }
 
 // refIDKey is idKey without its fast path for integers.
