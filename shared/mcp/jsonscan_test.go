@@ -186,17 +186,28 @@ var plainValues = []struct {
 	}},
 }
 
-func TestPlainEncoderMatchesEncodingJSON(t *testing.T) {
-	var e plainEncoder // reused across cases, as the validator reuses it
+// marshalAsTheValidator returns what remarshalSchema returns for v as the
+// input schema of a tool that holds nothing else, and what json.Marshal
+// returns for the same.
+func marshalAsTheValidator(v *validator, schema any) (got, want []byte, gotErr, wantErr error) {
+	tool := &sdk.Tool{Name: "t", InputSchema: schema}
+	got, gotErr = v.remarshalSchema(tool, schema)
+	if _, wantErr = json.Marshal(tool); wantErr == nil {
+		want, wantErr = json.Marshal(schema)
+	}
+	return got, want, gotErr, wantErr
+}
+
+func TestRemarshalSchemaWritesWhatMarshalWrites(t *testing.T) {
+	v := newValidator() // reused across cases, as across a listing
 	for _, tc := range plainValues {
 		t.Run(tc.name, func(t *testing.T) {
-			want, err := json.Marshal(tc.v)
-			if err != nil {
-				t.Fatal(err)
+			got, want, gotErr, wantErr := marshalAsTheValidator(v, tc.v)
+			if wantErr != nil {
+				t.Fatal(wantErr)
 			}
-			got, ok := e.encode(tc.v)
-			if !ok || string(got) != string(want) {
-				t.Errorf("encode = %s, %v; want %s", got, ok, want)
+			if gotErr != nil || string(got) != string(want) {
+				t.Errorf("remarshalSchema = %s, %v; want %s", got, gotErr, want)
 			}
 			if !plain(tc.v, 0) {
 				t.Error("plain = false, want true")
@@ -235,38 +246,40 @@ func TestPlainRefusesWhatItCannotVouchFor(t *testing.T) {
 			if plain(tc.v, 0) {
 				t.Error("plain = true, want false")
 			}
-			var e plainEncoder
-			if _, ok := e.encode(tc.v); ok {
-				t.Error("encode ok, want false")
+			got, want, gotErr, wantErr := marshalAsTheValidator(newValidator(), tc.v)
+			if (wantErr != nil) != tc.marshalFail {
+				t.Errorf("json.Marshal error = %v, want failure %v", wantErr, tc.marshalFail)
 			}
-			if len(e.members) != 0 {
-				t.Errorf("encode left %d members on its stack", len(e.members))
-			}
-			if _, err := json.Marshal(tc.v); (err != nil) != tc.marshalFail {
-				t.Errorf("json.Marshal error = %v, want failure %v", err, tc.marshalFail)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || string(got) != string(want) {
+				t.Errorf("remarshalSchema = %s, %v; want %s, %v", got, gotErr, want, wantErr)
 			}
 		})
 	}
 }
 
-func FuzzPlainEncoder(f *testing.F) {
+// FuzzRemarshalSchema: a schema decoded by encoding/json (a stand-in's, in
+// the validator) or by segmentio (the SDK's) is written as json.Marshal
+// writes it.
+func FuzzRemarshalSchema(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"number","default":1e-7,"enum":[1e21,0.1,-0]}}}`))
+	f.Add([]byte(`{"d":"<a href=\"x\">&amp;</a>\u2028\u2029\ud800 \u0000\u007f","b":[5e-324,1.7976931348623157e308,123456789012345678]}`))
+	v := newValidator()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var v any
-		if json.Unmarshal(data, &v) != nil {
-			return
-		}
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e plainEncoder
-		got, ok := e.encode(v)
-		if !ok || string(got) != string(want) {
-			t.Errorf("encode(%s) = %s, %v; want %s", data, got, ok, want)
+		for _, unmarshal := range []func([]byte, any) error{json.Unmarshal, segjson.Unmarshal} {
+			var schema any
+			if unmarshal(data, &schema) != nil {
+				continue
+			}
+			got, want, gotErr, wantErr := marshalAsTheValidator(v, schema)
+			if wantErr != nil {
+				t.Fatal(wantErr)
+			}
+			if gotErr != nil || string(got) != string(want) {
+				t.Errorf("remarshalSchema(%s) = %s, %v; want %s", data, got, gotErr, want)
+			}
 		}
 	})
 }

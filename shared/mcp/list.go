@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // maxToolPages bounds how many tools/list pages one listing requests.
@@ -132,7 +134,7 @@ func (c *Conn) page(cursor string) []byte {
 type validator struct {
 	listing  Listing
 	accepted map[string]bool
-	enc      plainEncoder
+	buf      []byte // the schema being encoded
 	arena    []byte // holds the accepted schemas
 }
 
@@ -259,12 +261,14 @@ const arenaChunk = 8 << 10
 
 // remarshalSchema returns json.Marshal(schema), or the error json.Marshal
 // reports for t with schema as its input schema. Values decoded from JSON
-// take a path that neither reflects nor marshals t
-// (TestToolFieldsThatCanFailToMarshal).
+// cannot fail (TestToolFieldsThatCanFailToMarshal) and are encoded by
+// segmentio, which writes the same bytes (FuzzRemarshalSchema) without
+// reflecting over t.
 func (v *validator) remarshalSchema(t *sdk.Tool, schema any) (json.RawMessage, error) {
-	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) {
-		if b, ok := v.enc.encode(schema); ok {
-			return v.keep(b), nil
+	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) && plain(schema, 0) {
+		var err error
+		if v.buf, err = segjson.Append(v.buf[:0], schema, segjson.EscapeHTML|segjson.SortMapKeys); err == nil {
+			return v.keep(v.buf), nil
 		}
 	}
 	withSchema := *t
@@ -273,6 +277,40 @@ func (v *validator) remarshalSchema(t *sdk.Tool, schema any) (json.RawMessage, e
 		return nil, err
 	}
 	return json.Marshal(schema)
+}
+
+// maxPlainDepth bounds the nesting plain follows; deeper values take
+// json.Marshal's path, which detects cycles.
+const maxPlainDepth = 1000
+
+// plain reports whether v is built only of what a JSON decoder produces
+// into an any (nil, bool, finite float64, string, []any, map[string]any),
+// so that json.Marshal of it cannot fail.
+func plain(v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsInf(x, 0) && !math.IsNaN(x)
+	case []any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // keep copies b into the arena and returns the copy, capped so that an
