@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -562,6 +564,42 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestDeepSchemaIsJudgedPerTool: a schema nested past the SDK's limit
+// (1000) but within maxJSONDepth reaches the SDK as a stand-in and is
+// checked for its tool alone; past maxJSONDepth the page is not read here,
+// the SDK is handed it whole, and the listing fails.
+func TestDeepSchemaIsJudgedPerTool(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		depth int
+		tools []string
+	}{
+		{"past the SDK's limit", 2000, []string{"ok", "deep"}},
+		{"at the limit", maxJSONDepth - 5, []string{"ok", "deep"}}, // in the message, result, tools, entry and schema
+		{"past the limit", maxJSONDepth - 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deep := strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth)
+			page := []byte(`{"tools":[{"name":"ok","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":{"type":"object","x":` + deep + `}}]}`)
+			s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
+				answerAs(w, false, id, page)
+			}})
+			c := mustConnect(t, Config{URL: s.URL, HTTPClient: loopback(t, s.URL, 10*time.Second)})
+			l, err := c.ListTools(testCtx(t, 10*time.Second))
+			var names []string
+			for _, tool := range l.Tools {
+				names = append(names, tool.Name)
+			}
+			if diff := cmp.Diff(tc.tools, names); diff != "" || len(l.Refused) != 0 {
+				t.Errorf("listed tools (-want +got):\n%s\nrefused %v", diff, l.Refused)
+			}
+			if (err != nil) != (tc.tools == nil) || err != nil && !errors.Is(err, ErrProtocol) {
+				t.Errorf("ListTools error = %v", err)
+			}
+		})
+	}
 }
 
 // TestSegmentioHasNoNestingLimit pins why parse measures the depth first:
