@@ -22,7 +22,7 @@ import (
 )
 
 // The reference implementations below decode with encoding/json; the
-// scanners must agree with them on every input.
+// readers must agree with them on every input.
 
 func refMessage(payload []byte) (rpcMessage, bool) {
 	var m map[string]json.RawMessage
@@ -188,8 +188,8 @@ var plainValues = []struct {
 	}},
 }
 
-// marshalAsTheValidator returns what remarshalSchema returns for v as the
-// input schema of a tool that holds nothing else, and what json.Marshal
+// marshalAsTheValidator returns what remarshalSchema returns for schema as
+// the input schema of a tool that holds nothing else, and what json.Marshal
 // returns for the same.
 func marshalAsTheValidator(v *validator, schema any) (got, want []byte, gotErr, wantErr error) {
 	tool := &sdk.Tool{Name: "t", InputSchema: schema}
