@@ -43,3 +43,12 @@ func decodedCost(b []byte) int64 {
 	}
 	return int64(len(b)) + objects*objectCost + arrays*arrayCost + values*valueCost
 }
+
+// skipSpace returns the index of the first byte at or after b[i] that is
+// not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}

@@ -7,19 +7,22 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // The reference implementations below decode with encoding/json; the
-// scanners must agree with them on every input.
+// readers must agree with them on every input.
 
 func refMessage(payload []byte) (rpcMessage, bool) {
 	var m map[string]json.RawMessage
@@ -39,7 +42,7 @@ func refMessage(payload []byte) (rpcMessage, bool) {
 	return out, true
 }
 
-func refEntries(raw []byte) ([][]byte, bool) {
+func refEntries(raw []byte) ([]json.RawMessage, bool) {
 	var result map[string]json.RawMessage
 	if json.Unmarshal(raw, &result) != nil {
 		return nil, false
@@ -48,11 +51,7 @@ func refEntries(raw []byte) ([][]byte, bool) {
 	if json.Unmarshal(result["tools"], &entries) != nil || entries == nil {
 		return nil, false
 	}
-	out := make([][]byte, len(entries))
-	for i, e := range entries {
-		out[i] = e
-	}
-	return out, true
+	return entries, true
 }
 
 func refName(entry []byte) string {
@@ -189,17 +188,28 @@ var plainValues = []struct {
 	}},
 }
 
-func TestPlainEncoderMatchesEncodingJSON(t *testing.T) {
-	var e plainEncoder // reused across cases, as the validator reuses it
+// marshalAsTheValidator returns what remarshalSchema returns for schema as
+// the input schema of a tool that holds nothing else, and what json.Marshal
+// returns for the same.
+func marshalAsTheValidator(v *validator, schema any) (got, want []byte, gotErr, wantErr error) {
+	tool := &sdk.Tool{Name: "t", InputSchema: schema}
+	got, gotErr = v.remarshalSchema(tool, schema)
+	if _, wantErr = json.Marshal(tool); wantErr == nil {
+		want, wantErr = json.Marshal(schema)
+	}
+	return got, want, gotErr, wantErr
+}
+
+func TestRemarshalSchemaWritesWhatMarshalWrites(t *testing.T) {
+	v := newValidator() // reused across cases, as across a listing
 	for _, tc := range plainValues {
 		t.Run(tc.name, func(t *testing.T) {
-			want, err := json.Marshal(tc.v)
-			if err != nil {
-				t.Fatal(err)
+			got, want, gotErr, wantErr := marshalAsTheValidator(v, tc.v)
+			if wantErr != nil {
+				t.Fatal(wantErr)
 			}
-			got, ok := e.encode(tc.v)
-			if !ok || string(got) != string(want) {
-				t.Errorf("encode = %s, %v; want %s", got, ok, want)
+			if gotErr != nil || string(got) != string(want) {
+				t.Errorf("remarshalSchema = %s, %v; want %s", got, gotErr, want)
 			}
 			if !plain(tc.v, 0) {
 				t.Error("plain = false, want true")
@@ -238,38 +248,40 @@ func TestPlainRefusesWhatItCannotVouchFor(t *testing.T) {
 			if plain(tc.v, 0) {
 				t.Error("plain = true, want false")
 			}
-			var e plainEncoder
-			if _, ok := e.encode(tc.v); ok {
-				t.Error("encode ok, want false")
+			got, want, gotErr, wantErr := marshalAsTheValidator(newValidator(), tc.v)
+			if (wantErr != nil) != tc.marshalFail {
+				t.Errorf("json.Marshal error = %v, want failure %v", wantErr, tc.marshalFail)
 			}
-			if len(e.members) != 0 {
-				t.Errorf("encode left %d members on its stack", len(e.members))
-			}
-			if _, err := json.Marshal(tc.v); (err != nil) != tc.marshalFail {
-				t.Errorf("json.Marshal error = %v, want failure %v", err, tc.marshalFail)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || string(got) != string(want) {
+				t.Errorf("remarshalSchema = %s, %v; want %s, %v", got, gotErr, want, wantErr)
 			}
 		})
 	}
 }
 
-func FuzzPlainEncoder(f *testing.F) {
+// FuzzRemarshalSchema: a schema decoded by encoding/json (a stand-in's, in
+// the validator) or by segmentio (the SDK's) is written as json.Marshal
+// writes it.
+func FuzzRemarshalSchema(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"number","default":1e-7,"enum":[1e21,0.1,-0]}}}`))
+	f.Add([]byte(`{"d":"<a href=\"x\">&amp;</a>\u2028\u2029\ud800 \u0000\u007f","b":[5e-324,1.7976931348623157e308,123456789012345678]}`))
+	v := newValidator()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var v any
-		if json.Unmarshal(data, &v) != nil {
-			return
-		}
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e plainEncoder
-		got, ok := e.encode(v)
-		if !ok || string(got) != string(want) {
-			t.Errorf("encode(%s) = %s, %v; want %s", data, got, ok, want)
+		for _, unmarshal := range []func([]byte, any) error{json.Unmarshal, segjson.Unmarshal} {
+			var schema any
+			if unmarshal(data, &schema) != nil {
+				continue
+			}
+			got, want, gotErr, wantErr := marshalAsTheValidator(v, schema)
+			if wantErr != nil {
+				t.Fatal(wantErr)
+			}
+			if gotErr != nil || string(got) != string(want) {
+				t.Errorf("remarshalSchema(%s) = %s, %v; want %s", data, got, gotErr, want)
+			}
 		}
 	})
 }
@@ -515,8 +527,96 @@ func TestValidJSONNestingLimit(t *testing.T) {
 				if got, std := validJSON(b), json.Valid(b); got != want || std != want {
 					t.Errorf("%s nested %d deep: validJSON = %v, json.Valid = %v; want %v", pair, tc.depth, got, std, want)
 				}
+				if _, got := readMessage(b); pair == `{"a":}` && got != want {
+					t.Errorf("%s nested %d deep: readMessage ok = %v, want %v", pair, tc.depth, got, want)
+				}
 			}
 		})
+	}
+}
+
+// refCall decodes as encoding/json does, which also matches a key that
+// differs from "id" or "method" in case only; folded says the body has
+// such a key, which readCall, like the SDK, does not match.
+func refCall(body []byte) (id []byte, method string, ok, folded bool) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) == nil {
+		for k := range keys {
+			if k != "id" && k != "method" && (strings.EqualFold(k, "id") || strings.EqualFold(k, "method") || !isASCII(k)) {
+				folded = true
+			}
+		}
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return nil, "", false, folded
+	}
+	return m.ID, m.Method, true, folded
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDeepSchemaIsJudgedPerTool: a schema nested past the SDK's limit
+// (1000) but within maxJSONDepth reaches the SDK as a stand-in and is
+// checked for its tool alone; past maxJSONDepth the page is not read here,
+// the SDK is handed it whole, and the listing fails.
+func TestDeepSchemaIsJudgedPerTool(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		depth int
+		tools []string
+	}{
+		{"past the SDK's limit", 2000, []string{"ok", "deep"}},
+		{"at the limit", maxJSONDepth - 5, []string{"ok", "deep"}}, // in the message, result, tools, entry and schema
+		{"past the limit", maxJSONDepth - 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deep := strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth)
+			page := []byte(`{"tools":[{"name":"ok","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":{"type":"object","x":` + deep + `}}]}`)
+			s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
+				answerAs(w, false, id, page)
+			}})
+			c := mustConnect(t, Config{URL: s.URL, HTTPClient: loopback(t, s.URL, 10*time.Second)})
+			l, err := c.ListTools(testCtx(t, 10*time.Second))
+			var names []string
+			for _, tool := range l.Tools {
+				names = append(names, tool.Name)
+			}
+			if diff := cmp.Diff(tc.tools, names); diff != "" || len(l.Refused) != 0 {
+				t.Errorf("listed tools (-want +got):\n%s\nrefused %v", diff, l.Refused)
+			}
+			if (err != nil) != (tc.tools == nil) || err != nil && !errors.Is(err, ErrProtocol) {
+				t.Errorf("ListTools error = %v", err)
+			}
+		})
+	}
+}
+
+// TestSegmentioHasNoNestingLimit pins why parse measures the depth first:
+// the SDK's JSON library parses any nesting, recursing once per level
+// (go-sdk's internal/json checks a depth of its own before decoding).
+func TestSegmentioHasNoNestingLimit(t *testing.T) {
+	n := 3 * maxJSONDepth
+	deep := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	if !segjson.Valid(deep) {
+		t.Errorf("segmentio refuses %d levels; parse may no longer need its depth check", n)
+	}
+	if validJSON(deep) {
+		t.Errorf("validJSON accepts %d levels", n)
+	}
+	hostile := []byte(`{"result":` + strings.Repeat("[", 8<<20) + `}`) // a budget's worth, never closed
+	if _, ok := readMessage(hostile); ok {
+		t.Error("readMessage accepts 8 Mi open brackets")
 	}
 }
 
@@ -536,16 +636,38 @@ func FuzzReadCall(f *testing.F) {
 		`{"method":"caf\u00e9","id":"x"}`,
 		"{\"meth\u212aod\":\"kelvin\"}",
 		`{"ſd":1}`,
+		`{"ıd":1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		id, method, ok := readCall(body)
-		wantID, wantMethod, wantOK := readCallSlowly(body)
+		wantID, wantMethod, wantOK, folded := refCall(body)
+		if folded {
+			return
+		}
 		if ok != wantOK || method != wantMethod || idKey(id) != idKey(wantID) {
 			t.Errorf("readCall(%q) = %q, %q, %v; want %q, %q, %v", body, id, method, ok, wantID, wantMethod, wantOK)
 		}
 	})
+}
+
+// TestReadCallMatchesKeysExactly: a key that encoding/json would match
+// case-insensitively is not "id" or "method" to readCall, as to the SDK.
+func TestReadCallMatchesKeysExactly(t *testing.T) {
+	for _, tc := range []struct {
+		body       string
+		id, method string
+	}{
+		{`{"Method":"x","ID":7}`, "", ""},
+		{`{"METHOD":"x","id":7}`, "7", ""},
+		{`{"ıd":7,"method":"x"}`, "", "x"}, // dotless i: encoding/json folds it to I
+	} {
+		id, method, ok := readCall([]byte(tc.body))
+		if !ok || string(id) != tc.id || method != tc.method {
+			t.Errorf("readCall(%s) = %q, %q, %v; want %q, %q, true", tc.body, id, method, ok, tc.id, tc.method)
+		}
+	}
 }
 
 // refIDKey is idKey without its fast path for integers.

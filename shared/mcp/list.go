@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/mcpfn/mcpfn/shared/text"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // maxToolPages bounds how many tools/list pages one listing requests.
@@ -113,7 +115,13 @@ func (c *Conn) keepPage(cursor string, raw []byte) {
 // mayBeCached reports whether a raw tools/list result carries a ttlMs that
 // is not zero, null or negative.
 func mayBeCached(raw []byte) bool {
-	ttl, _ := members(raw, "ttlMs", "")
+	var result struct {
+		TTL json.RawMessage `json:"ttlMs"`
+	}
+	if !decode(raw, &result) {
+		return false
+	}
+	ttl := result.TTL
 	return len(ttl) > 0 && ttl[0] != '-' && ttl[0] != 'n' && strings.Trim(string(ttl), "0.eE+") != ""
 }
 
@@ -127,7 +135,7 @@ func (c *Conn) page(cursor string) []byte {
 type validator struct {
 	listing  Listing
 	accepted map[string]bool
-	enc      plainEncoder
+	buf      []byte // the schema being encoded
 	arena    []byte // holds the accepted schemas
 }
 
@@ -209,7 +217,8 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	}
 	decoded := t.InputSchema
 	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && entry != nil {
-		if name, raw := members(entry, "name", "inputSchema"); raw != nil && keyIs(name, t.Name) {
+		if e := readTool(entry); e.InputSchema.raw != nil && e.name() == t.Name {
+			raw := e.InputSchema.raw
 			if decodedCost(raw) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
 				v.refuse(t.Name, reasonCost)
 				return
@@ -253,12 +262,14 @@ const arenaChunk = 8 << 10
 
 // remarshalSchema returns json.Marshal(schema), or the error json.Marshal
 // reports for t with schema as its input schema. Values decoded from JSON
-// take a path that neither reflects nor marshals t
-// (TestToolFieldsThatCanFailToMarshal).
+// cannot fail (TestToolFieldsThatCanFailToMarshal) and are encoded by
+// segmentio, which writes the same bytes (FuzzRemarshalSchema) without
+// reflecting over t.
 func (v *validator) remarshalSchema(t *sdk.Tool, schema any) (json.RawMessage, error) {
-	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) {
-		if b, ok := v.enc.encode(schema); ok {
-			return v.keep(b), nil
+	if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) && plain(schema, 0) {
+		var err error
+		if v.buf, err = segjson.Append(v.buf[:0], schema, segjson.EscapeHTML|segjson.SortMapKeys); err == nil {
+			return v.keep(v.buf), nil
 		}
 	}
 	withSchema := *t
@@ -267,6 +278,40 @@ func (v *validator) remarshalSchema(t *sdk.Tool, schema any) (json.RawMessage, e
 		return nil, err
 	}
 	return json.Marshal(schema)
+}
+
+// maxPlainDepth bounds the nesting plain follows; deeper values take
+// json.Marshal's path, which detects cycles.
+const maxPlainDepth = 1000
+
+// plain reports whether v is built only of what a JSON decoder produces
+// into an any (nil, bool, finite float64, string, []any, map[string]any),
+// so that json.Marshal of it cannot fail.
+func plain(v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsInf(x, 0) && !math.IsNaN(x)
+	case []any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // keep copies b into the arena and returns the copy, capped so that an
@@ -297,77 +342,49 @@ func objectSchema(decoded any, schema []byte) bool {
 
 // rawEntries returns the elements of the "tools" array of a raw tools/list
 // result, as json.Unmarshal would find them, or false when there is none.
-// raw comes from a message validJSON accepted.
-func rawEntries(raw []byte) ([][]byte, bool) {
-	result, ok := openList(raw, true)
-	if !ok {
+// raw is a value readMessage returned.
+func rawEntries(raw []byte) ([]json.RawMessage, bool) {
+	var result struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if decode(raw, &result) {
+		return result.Tools, result.Tools != nil
+	}
+	// That fails on a "tools" that is not an array even when a later one,
+	// the one a map keeps, is.
+	var last struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if !decode(raw, &last) || len(last.Tools) == 0 || last.Tools[0] != '[' || !decode(last.Tools, &result.Tools) {
 		return nil, false
 	}
-	var entries [][]byte
-	found := false
-	for {
-		key, ok := result.nextKey()
-		if !ok {
-			break
-		}
-		if !keyIs(key, "tools") {
-			result.skip()
-			continue
-		}
-		list, isArray := result.openValue(false)
-		if !isArray {
-			found = false
-			result.skip()
-			continue
-		}
-		if entries == nil {
-			entries = make([][]byte, 0, 64)
-		}
-		entries = entries[:0]
-		for _, e, ok := list.next(); ok; _, e, ok = list.next() {
-			entries = append(entries, e)
-		}
-		if list.bad {
-			return nil, false
-		}
-		found = true
-		result.i = list.i
-	}
-	if result.bad || !found {
-		return nil, false
-	}
-	return entries, true
+	return result.Tools, true
 }
 
-// rawName returns an entry's "name" string, matched case-sensitively as the
-// SDK does (the last one, as a map keeps it), or "".
-func rawName(entry []byte) string {
-	name, _ := members(entry, "name", "")
-	s, _ := stringValue(name)
+// rawTool is what is read of a raw tools/list entry.
+type rawTool struct {
+	Name        json.RawMessage `json:"name"`
+	InputSchema counted         `json:"inputSchema"`
+}
+
+// readTool reads entry, an element rawEntries returned, or returns the
+// zero rawTool when it is not an object.
+func readTool(entry []byte) rawTool {
+	var t rawTool
+	if !decode(entry, &t) {
+		return rawTool{}
+	}
+	return t
+}
+
+// name returns the entry's "name" string, or "".
+func (t rawTool) name() string {
+	s, _ := stringValue(t.Name)
 	return s
 }
 
-// members returns the raw values of keys a and b (b "" for none) in the
-// object obj, matched exactly after unescaping, the last of each as a map
-// keeps it; nil for a key that is absent or when obj is not an object.
-func members(obj []byte, a, b string) (va, vb []byte) {
-	l, ok := openList(obj, true)
-	if !ok {
-		return nil, nil
-	}
-	for key, val, ok := l.next(); ok; key, val, ok = l.next() {
-		switch {
-		case keyIs(key, a):
-			va = val
-		case b != "" && keyIs(key, b):
-			vb = val
-		}
-	}
-	if l.bad {
-		return nil, nil
-	}
-	return va, vb
-}
+// rawName returns an entry's "name" string, or "".
+func rawName(entry []byte) string { return readTool(entry).name() }
 
 // standIn is what the SDK is handed in place of an input schema it has no
 // use for.
@@ -389,18 +406,9 @@ func slimToolsList(msg, page []byte) []byte {
 	var out []byte
 	done := 0 // msg[:done] is in out
 	for _, e := range entries {
-		var schema []byte
-		l, ok := openList(e, true)
-		if !ok {
-			continue
-		}
-		n := 0
-		for key, val, ok := l.next(); ok; key, val, ok = l.next() {
-			if keyIs(key, "inputSchema") {
-				schema, n = val, n+1
-			}
-		}
-		if l.bad || n != 1 || len(schema) <= len(standIn) ||
+		in := readTool(e).InputSchema
+		schema := in.raw
+		if in.n != 1 || len(schema) <= len(standIn) ||
 			bytes.Contains(schema, []byte("x-mcp-header")) || bytes.Contains(schema, []byte(`\u`)) {
 			continue
 		}
