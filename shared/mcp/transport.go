@@ -340,14 +340,6 @@ func (x *exchange) stop() {
 	x.cancel(context.Canceled)
 }
 
-// earlier returns the earlier of two instants, the zero one meaning never.
-func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // settleTimeout is how long an answered SSE stream may still be read
 // after its operation or Conn ended; a variable for tests.
 var settleTimeout = 20 * time.Millisecond
