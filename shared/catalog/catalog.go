@@ -83,10 +83,12 @@ type Failure struct {
 }
 
 // Membership answers whether a tool is in the current version of a catalog.
-// Version, ProtocolVersion and ServerDiscovery are those of the latest
-// discovery (empty when only a failure is recorded).
+// Name is the tool's name as the server lists it, the one to call it by
+// (empty when not Found). Version, ProtocolVersion and ServerDiscovery are
+// those of the latest discovery (empty when only a failure is recorded).
 type Membership struct {
 	Found           bool
+	Name            string
 	Version         string
 	ProtocolVersion string
 	ServerDiscovery string
@@ -100,7 +102,9 @@ type Store interface {
 	Put(ctx context.Context, id string, d Discovery) (PutResult, error)
 	// Get returns the current catalog: one version, complete.
 	Get(ctx context.Context, id string) (*Catalog, error)
-	// Lookup reports whether toolName is in the current version.
+	// Lookup reports whether toolName is the model name or the name of a
+	// tool in the current version; when it is one tool's model name and
+	// another's name, the model name wins.
 	Lookup(ctx context.Context, id, toolName string) (Membership, error)
 	// RecordFailure records a failed discovery; the tools stay as they are.
 	RecordFailure(ctx context.Context, id string, f Failure) error
