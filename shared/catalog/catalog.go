@@ -49,7 +49,7 @@ type Discovery struct {
 //     nothing of this one is stored. It is not an error.
 //   - ToolCount and Refused describe this discovery's listing: refusals from
 //     the listing plus tools the store refused (too large even compressed,
-//     duplicate names).
+//     duplicate names, no model name free).
 type PutResult struct {
 	Version    string
 	Unchanged  bool
@@ -59,7 +59,8 @@ type PutResult struct {
 }
 
 // Catalog is the stored state of one id. Version is empty when only a
-// failure has been recorded. Tools and Refused keep the listing's order.
+// failure has been recorded. Tools and Refused keep the listing's order;
+// every tool has its ModelName, distinct within the catalog.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -98,7 +99,10 @@ type Membership struct {
 // they use. Errors wrap ErrNotFound, ErrUnavailable or ErrInvalidID, or
 // report a misconfigured store.
 type Store interface {
-	// Put records a successful discovery (see PutResult).
+	// Put records a successful discovery (see PutResult) and gives each
+	// tool a model name matching ^[a-zA-Z0-9_-]{1,64}$: its name when that
+	// matches and no other present tool holds it, and a tool keeps its
+	// model name while it keeps its name (DESIGN.md).
 	Put(ctx context.Context, id string, d Discovery) (PutResult, error)
 	// Get returns the current catalog: one version, complete.
 	Get(ctx context.Context, id string) (*Catalog, error)
