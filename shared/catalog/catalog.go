@@ -49,7 +49,7 @@ type Discovery struct {
 //     nothing of this one is stored. It is not an error.
 //   - ToolCount and Refused describe this discovery's listing: refusals from
 //     the listing plus tools the store refused (too large even compressed,
-//     duplicate names).
+//     duplicate names, no model name free).
 type PutResult struct {
 	Version    string
 	Unchanged  bool
@@ -59,7 +59,8 @@ type PutResult struct {
 }
 
 // Catalog is the stored state of one id. Version is empty when only a
-// failure has been recorded. Tools and Refused keep the listing's order.
+// failure has been recorded. Tools and Refused keep the listing's order;
+// every tool has its ModelName, distinct within the catalog.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -83,10 +84,12 @@ type Failure struct {
 }
 
 // Membership answers whether a tool is in the current version of a catalog.
-// Version, ProtocolVersion and ServerDiscovery are those of the latest
-// discovery (empty when only a failure is recorded).
+// Name is the tool's name as the server lists it, the one to call it by
+// (empty when not Found). Version, ProtocolVersion and ServerDiscovery are
+// those of the latest discovery (empty when only a failure is recorded).
 type Membership struct {
 	Found           bool
+	Name            string
 	Version         string
 	ProtocolVersion string
 	ServerDiscovery string
@@ -96,11 +99,16 @@ type Membership struct {
 // they use. Errors wrap ErrNotFound, ErrUnavailable or ErrInvalidID, or
 // report a misconfigured store.
 type Store interface {
-	// Put records a successful discovery (see PutResult).
+	// Put records a successful discovery (see PutResult) and gives each
+	// tool a model name matching ^[a-zA-Z0-9_-]{1,64}$: its name when that
+	// matches and no other present tool holds it, and a tool keeps its
+	// model name while it keeps its name (DESIGN.md).
 	Put(ctx context.Context, id string, d Discovery) (PutResult, error)
 	// Get returns the current catalog: one version, complete.
 	Get(ctx context.Context, id string) (*Catalog, error)
-	// Lookup reports whether toolName is in the current version.
+	// Lookup reports whether toolName is the model name or the name of a
+	// tool in the current version; when it is one tool's model name and
+	// another's name, the model name wins.
 	Lookup(ctx context.Context, id, toolName string) (Membership, error)
 	// RecordFailure records a failed discovery; the tools stay as they are.
 	RecordFailure(ctx context.Context, id string, f Failure) error

@@ -47,20 +47,38 @@ func NewDir(dir string) (*Dir, error) {
 }
 
 type dirHead struct {
-	ID              string      `json:"id"`
-	Version         string      `json:"version,omitempty"`
-	Latest          string      `json:"latest,omitempty"`
-	ContentHash     string      `json:"content_hash,omitempty"`
-	ProtocolVersion string      `json:"protocol_version,omitempty"`
-	ServerName      string      `json:"server_name,omitempty"`
-	ServerVersion   string      `json:"server_version,omitempty"`
-	ServerDiscovery string      `json:"server_discovery,omitempty"`
-	DiscoveredAt    time.Time   `json:"discovered_at"`
-	CheckedAt       time.Time   `json:"checked_at"`
-	ToolCount       int         `json:"tool_count"`
-	RefusedCount    int         `json:"refused_count"`
-	Names           []string    `json:"names,omitempty"` // sorted
-	LastFailure     *dirFailure `json:"last_failure,omitempty"`
+	ID              string    `json:"id"`
+	Version         string    `json:"version,omitempty"`
+	Latest          string    `json:"latest,omitempty"`
+	ContentHash     string    `json:"content_hash,omitempty"`
+	ProtocolVersion string    `json:"protocol_version,omitempty"`
+	ServerName      string    `json:"server_name,omitempty"`
+	ServerVersion   string    `json:"server_version,omitempty"`
+	ServerDiscovery string    `json:"server_discovery,omitempty"`
+	DiscoveredAt    time.Time `json:"discovered_at"`
+	CheckedAt       time.Time `json:"checked_at"`
+	ToolCount       int       `json:"tool_count"`
+	RefusedCount    int       `json:"refused_count"`
+	Names           []string  `json:"names,omitempty"` // sorted
+	// Models maps every model name that is not its tool's name to the name.
+	Models      map[string]string `json:"models,omitempty"`
+	LastFailure *dirFailure       `json:"last_failure,omitempty"`
+}
+
+// prior is the model-name prior of h's version: every name in it has the
+// model name Models records, else its default.
+func (h dirHead) prior() prior {
+	if h.Version == "" {
+		return prior{}
+	}
+	models := make(map[string]string, len(h.Names))
+	for _, n := range h.Names {
+		models[n] = defaultModelName(n)
+	}
+	for m, n := range h.Models {
+		models[n] = m
+	}
+	return priorOf(models)
 }
 
 type dirFailure struct {
@@ -74,12 +92,50 @@ type dirVersion struct {
 	Refused []mcp.Refusal `json:"refused"`
 }
 
-// dirTool keeps the schema as bytes (base64 in JSON) so it round-trips
-// exactly.
+// dirTool keeps schemas and meta as bytes (base64 in JSON) so they
+// round-trip exactly. A tool without model_name has its name's default.
 type dirTool struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	InputSchema []byte `json:"input_schema"`
+	Name         string          `json:"name"`
+	ModelName    string          `json:"model_name,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  []byte          `json:"input_schema"`
+	OutputSchema []byte          `json:"output_schema,omitempty"`
+	Annotations  *dirAnnotations `json:"annotations,omitempty"`
+	Meta         []byte          `json:"meta,omitempty"`
+}
+
+type dirAnnotations struct {
+	ReadOnlyHint    *bool  `json:"read_only_hint,omitempty"`
+	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotent_hint,omitempty"`
+	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
+	Other           []byte `json:"other,omitempty"`
+}
+
+func toDirTool(t mcp.Tool) dirTool {
+	d := dirTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		OutputSchema: t.OutputSchema, Meta: t.Meta}
+	if t.ModelName != t.Name {
+		d.ModelName = t.ModelName
+	}
+	if a := t.Annotations; a != nil {
+		d.Annotations = &dirAnnotations{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint, a.Other}
+	}
+	return d
+}
+
+func (d dirTool) tool() mcp.Tool {
+	t := mcp.Tool{Name: d.Name, ModelName: d.ModelName, Title: d.Title, Description: d.Description,
+		InputSchema: d.InputSchema, OutputSchema: nonEmpty(d.OutputSchema), Meta: nonEmpty(d.Meta)}
+	if t.ModelName == "" {
+		t.ModelName = defaultModelName(t.Name)
+	}
+	if a := d.Annotations; a != nil {
+		t.Annotations = &mcp.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint, Other: nonEmpty(a.Other)}
+	}
+	return t
 }
 
 // Put records d as the catalog of id, with Dynamo's outcomes.
@@ -91,7 +147,6 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 		d.StartedAt = s.now()
 	}
 	p := prepare(id, d)
-	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
 	dir := s.catalogDir(id)
 	unlock, err := s.lock(ctx, dir)
 	if err != nil {
@@ -103,6 +158,10 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 	if err != nil {
 		return PutResult{}, err
 	}
+	if err := p.finish(h.prior()); err != nil {
+		return PutResult{}, err
+	}
+	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
 	h.ID = id
 	if h.Latest > p.key {
 		res.Version, res.Superseded = h.Version, true
@@ -119,8 +178,15 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 		return res, nil
 	}
 	h.Names = make([]string, len(p.entries))
+	h.Models = nil
 	for i, e := range p.entries {
 		h.Names[i] = e.tool.Name
+		if e.tool.ModelName != e.tool.Name {
+			if h.Models == nil {
+				h.Models = map[string]string{}
+			}
+			h.Models[e.tool.ModelName] = e.tool.Name
+		}
 	}
 	slices.Sort(h.Names)
 	if err := writeFile(dir, p.key+versionExt, func(w io.Writer) error { return encodeVersion(w, p) }); err != nil {
@@ -183,7 +249,7 @@ func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
 		}
 		c.Tools = make([]mcp.Tool, len(v.Tools))
 		for i, t := range v.Tools {
-			c.Tools[i] = mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+			c.Tools[i] = t.tool()
 		}
 		c.Refused = v.Refused
 		if c.Refused == nil {
@@ -194,8 +260,9 @@ func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
 	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
 }
 
-// Lookup reports whether toolName is in the current version of id, from
-// the head file alone.
+// Lookup reports whether toolName is the model name or the name of a tool
+// in the current version of id (a model name wins), from the head file
+// alone.
 func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, error) {
 	if err := ValidateID(id); err != nil {
 		return Membership{}, err
@@ -210,8 +277,13 @@ func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, erro
 	if h.ID == "" {
 		return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	_, found := slices.BinarySearch(h.Names, toolName)
-	return Membership{Found: found, Version: h.Version, ProtocolVersion: h.ProtocolVersion, ServerDiscovery: h.ServerDiscovery}, nil
+	m := Membership{Version: h.Version, ProtocolVersion: h.ProtocolVersion, ServerDiscovery: h.ServerDiscovery}
+	if name, ok := h.Models[toolName]; ok {
+		m.Found, m.Name = true, name
+	} else if _, ok := slices.BinarySearch(h.Names, toolName); ok {
+		m.Found, m.Name = true, toolName
+	}
+	return m, nil
 }
 
 // RecordFailure records f as the last failure of id unless a later one is
@@ -333,7 +405,7 @@ func encodeVersion(w io.Writer, p prepared) error {
 				return err
 			}
 		}
-		if err := enc.Encode(dirTool{Name: e.tool.Name, Description: e.tool.Description, InputSchema: e.tool.InputSchema}); err != nil {
+		if err := enc.Encode(toDirTool(e.tool)); err != nil {
 			return err
 		}
 	}

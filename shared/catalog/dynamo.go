@@ -57,6 +57,15 @@ const (
 	attrSchema      = "input_schema"
 	attrZipped      = "z"
 	attrReason      = "reason"
+
+	attrTitle        = "title"
+	attrOutputSchema = "output_schema"
+	attrAnnotations  = "annotations"
+	attrMeta         = "meta"
+	attrModelName    = "model_name"
+
+	attrModelExceptions = "model_name_exceptions"
+	attrModelsInItems   = "model_names_in_items"
 )
 
 // Defaults of a Dynamo store.
@@ -88,6 +97,7 @@ type Dynamo struct {
 	backoffMin   time.Duration
 	backoffMax   time.Duration
 	nameIndexMax int
+	exceptionMax int
 }
 
 // DynamoOption configures a Dynamo store.
@@ -125,6 +135,7 @@ func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
 		backoffMin:   DefaultBackoffMin,
 		backoffMax:   DefaultBackoffMax,
 		nameIndexMax: DefaultNameIndexMax,
+		exceptionMax: maxModelExceptions,
 	}
 	for _, o := range opts {
 		o(s)
@@ -150,6 +161,8 @@ type head struct {
 	shards          int
 	nameIndex       []byte
 	nameIndexStored bool
+	exceptions      []byte // model_name_exceptions
+	modelsInItems   bool
 	failure         *Failure
 }
 
@@ -162,6 +175,8 @@ func (h *head) expired(now time.Time) bool {
 // makes it current, so readers see the old version or the new one, never a
 // mix. Of racing Puts the later-started wins; the loser reports Superseded.
 // On any failure the last good version stays current (docs/catalog.md).
+// Model names are assigned against the version the head names when Put
+// reads it.
 func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
 	if err := ValidateID(id); err != nil {
 		return PutResult{}, err
@@ -171,14 +186,20 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 		d.StartedAt = now
 	}
 	p := prepare(id, d)
-	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
-	expires := now.Add(s.retention).Unix()
-	shards := shardCount(id, p)
-
 	h, err := s.head(ctx, id)
 	if err != nil {
 		return PutResult{}, err
 	}
+	pr, err := s.prior(ctx, id, h, now)
+	if err != nil {
+		return PutResult{}, err
+	}
+	if err := p.finish(pr); err != nil {
+		return PutResult{}, err
+	}
+	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
+	expires := now.Add(s.retention).Unix()
+	shards := shardCount(id, p)
 	written := false
 	for range maxRounds {
 		old := h
@@ -225,6 +246,54 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 		}
 	}
 	return PutResult{}, fmt.Errorf("%w: catalog %q changed %d times during one put", ErrUnavailable, id, maxRounds)
+}
+
+// prior is what Put needs of h's version to assign model names: the
+// head's exceptions, and for a name two tools want, the name index. A
+// version without an index, or whose exceptions did not fit the head, is
+// read once, and only when it is needed (docs/catalog.md).
+func (s *Dynamo) prior(ctx context.Context, id string, h head, now time.Time) (prior, error) {
+	if h.version == "" || h.expired(now) {
+		return prior{}, nil
+	}
+	var models map[string]string
+	load := func() error {
+		if models != nil {
+			return nil
+		}
+		tools, _, err := s.readVersion(ctx, id, h.version, h.shards)
+		if err != nil {
+			return err
+		}
+		models = make(map[string]string, len(tools))
+		for _, t := range tools {
+			models[t.tool.Name] = t.tool.ModelName
+		}
+		return nil
+	}
+	if h.modelsInItems {
+		if err := load(); err != nil {
+			return prior{}, err
+		}
+		return priorOf(models), nil
+	}
+	exc, err := decodeModelExceptions(h.exceptions)
+	if err != nil {
+		return prior{}, err
+	}
+	pr := prior{exceptions: exc}
+	if h.nameIndexStored {
+		pr.kept = func(name string) (bool, error) { return indexContains(h.nameIndex, name), nil }
+	} else {
+		pr.kept = func(name string) (bool, error) {
+			if err := load(); err != nil {
+				return false, err
+			}
+			_, ok := models[name]
+			return ok, nil
+		}
+	}
+	return pr, nil
 }
 
 // shardCount is how many partitions p's items take.
@@ -296,6 +365,16 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards
 	} else {
 		remove = append(remove, e.n(attrNameIndex))
 	}
+	switch exc, ok := modelExceptions(p.entries, s.exceptionMax); {
+	case !ok:
+		set = append(set, e.n(attrModelsInItems)+" = "+e.v("mi", &types.AttributeValueMemberBOOL{Value: true}))
+		remove = append(remove, e.n(attrModelExceptions))
+	case len(exc) > 0:
+		set = append(set, e.n(attrModelExceptions)+" = "+e.b("mx", exc))
+		remove = append(remove, e.n(attrModelsInItems))
+	default:
+		remove = append(remove, e.n(attrModelExceptions), e.n(attrModelsInItems))
+	}
 	set, remove = e.discovery(p.d, set, remove)
 	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
 	if h.version == "" {
@@ -344,15 +423,31 @@ func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards in
 			item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
 			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
 			item[TTLAttribute] = exp
+			if e.tool.ModelName != e.tool.Name {
+				item[attrModelName] = &types.AttributeValueMemberS{Value: e.tool.ModelName}
+			}
 			if e.zipped != nil {
 				item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
-			} else {
-				item[attrName] = &types.AttributeValueMemberS{Value: e.tool.Name}
-				item[attrSchema] = &types.AttributeValueMemberB{Value: e.tool.InputSchema}
-				if e.tool.Description != "" {
-					item[attrDescription] = &types.AttributeValueMemberS{Value: e.tool.Description}
+				return item
+			}
+			t := e.tool
+			item[attrName] = &types.AttributeValueMemberS{Value: t.Name}
+			item[attrSchema] = &types.AttributeValueMemberB{Value: t.InputSchema}
+			optS := func(name, v string) {
+				if v != "" {
+					item[name] = &types.AttributeValueMemberS{Value: v}
 				}
 			}
+			optB := func(name string, v []byte) {
+				if len(v) > 0 {
+					item[name] = &types.AttributeValueMemberB{Value: v}
+				}
+			}
+			optS(attrDescription, t.Description)
+			optS(attrTitle, t.Title)
+			optB(attrOutputSchema, t.OutputSchema)
+			optB(attrAnnotations, encodeAnnotations(t.Annotations))
+			optB(attrMeta, t.Meta)
 			return item
 		default:
 			seq := i - 1 - len(p.entries)
@@ -483,9 +578,11 @@ type seqRefusal struct {
 	refusal mcp.Refusal
 }
 
-// Lookup reports whether toolName is in the current version of id: one
-// consistent GetItem of the head when it carries the name index, otherwise
-// a second GetItem of the tool's item.
+// Lookup reports whether toolName is a tool's model name or name in the
+// current version of id; a model name wins. A name is one consistent
+// GetItem of the head when it carries the name index, otherwise a second
+// GetItem of the tool's item; a string shaped like a mapped model name
+// also costs a Query (docs/catalog.md).
 func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, error) {
 	if err := ValidateID(id); err != nil {
 		return Membership{}, err
@@ -505,24 +602,42 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		if h.expired(s.now()) {
 			return Membership{}, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
 		}
+		sure := true // an absence was seen in items that certainly exist
+		if digits := mappedDigits(toolName); digits != "" {
+			name, found, seen, err := s.byModelName(ctx, id, h, toolName, digits)
+			if err != nil {
+				return Membership{}, err
+			}
+			if found {
+				m.Found, m.Name = true, name
+				return m, nil
+			}
+			sure = seen
+		}
 		if h.nameIndexStored {
 			m.Found = indexContains(h.nameIndex, toolName)
-			return m, nil
-		}
-		hash := sha256Of(toolName)
-		item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
-		if err != nil {
-			return Membership{}, err
-		}
-		if item != nil {
-			t, err := decodeToolItem(item)
+		} else {
+			hash := sha256Of(toolName)
+			item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
 			if err != nil {
-				return Membership{}, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
+				return Membership{}, err
 			}
-			m.Found = t.Name == toolName
+			if item != nil {
+				t, err := decodeToolFields(item)
+				if err != nil {
+					return Membership{}, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
+				}
+				m.Found = t.Name == toolName
+			}
+			sure = sure && item != nil
+		}
+		if m.Found {
+			m.Name = toolName
+		}
+		if sure {
 			return m, nil
 		}
-		again, err := s.head(ctx, id)
+		again, err := s.head(ctx, id) // the version may have been deleted while read
 		if err != nil {
 			return Membership{}, err
 		}
@@ -531,6 +646,27 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		}
 	}
 	return Membership{}, fmt.Errorf("%w: catalog %q changed %d times during one lookup", ErrUnavailable, id, maxRounds)
+}
+
+// byModelName finds the tool of h's version whose model name is model,
+// which ends in the hex digits of sha256 of that tool's name: one Query of
+// the tool items whose keys start with them. seen reports whether any
+// item was there.
+func (s *Dynamo) byModelName(ctx context.Context, id string, h head, model, digits string) (name string, found, seen bool, err error) {
+	prefix, _ := hex.DecodeString(digits[:4]) // mappedDigits checked the hex
+	pk := versionPK(id, h.version, toolShard(prefix, h.shards))
+	err = s.queryPrefix(ctx, pk, "t#"+digits, func(item map[string]types.AttributeValue) error {
+		seen = true
+		t, err := decodeToolItem(item)
+		if err != nil {
+			return fmt.Errorf("catalog: %q tool %q: %w", id, model, err)
+		}
+		if t.ModelName == model {
+			name, found = t.Name, true
+		}
+		return nil
+	})
+	return name, found, seen, err
 }
 
 // RecordFailure records f as the last failure of id unless a later one is
@@ -590,6 +726,10 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 	}
 	if b, ok := item[attrNameIndex].(*types.AttributeValueMemberB); ok {
 		h.nameIndex, h.nameIndexStored = b.Value, true
+	}
+	h.exceptions = binaryAttr(item, attrModelExceptions)
+	if b, ok := item[attrModelsInItems].(*types.AttributeValueMemberBOOL); ok {
+		h.modelsInItems = b.Value
 	}
 	if m, ok := item[attrFailure].(*types.AttributeValueMemberM); ok {
 		h.failure = &Failure{
@@ -682,17 +822,40 @@ func (s *Dynamo) runQuery(ctx context.Context, in *dynamodb.QueryInput, e expr, 
 	}
 }
 
+// decodeToolItem reads a tool item, plain or compressed; one without
+// model_name has its name's default model name.
 func decodeToolItem(item map[string]types.AttributeValue) (mcp.Tool, error) {
+	t, err := decodeToolFields(item)
+	if err != nil {
+		return mcp.Tool{}, err
+	}
+	if t.ModelName = stringAttr(item, attrModelName); t.ModelName == "" {
+		t.ModelName = defaultModelName(t.Name)
+	}
+	return t, nil
+}
+
+func decodeToolFields(item map[string]types.AttributeValue) (mcp.Tool, error) {
 	if z, ok := item[attrZipped].(*types.AttributeValueMemberB); ok {
 		return gunzipTool(z.Value)
 	}
-	t := mcp.Tool{Name: stringAttr(item, attrName), Description: stringAttr(item, attrDescription)}
 	b, ok := item[attrSchema].(*types.AttributeValueMemberB)
 	if !ok {
 		return mcp.Tool{}, fmt.Errorf("%w: no %s", errBadTool, attrSchema)
 	}
-	t.InputSchema = b.Value
-	return t, nil
+	a, err := decodeAnnotations(binaryAttr(item, attrAnnotations))
+	if err != nil {
+		return mcp.Tool{}, err
+	}
+	return mcp.Tool{
+		Name:         stringAttr(item, attrName),
+		Title:        stringAttr(item, attrTitle),
+		Description:  stringAttr(item, attrDescription),
+		InputSchema:  b.Value,
+		OutputSchema: nonEmpty(binaryAttr(item, attrOutputSchema)),
+		Annotations:  a,
+		Meta:         nonEmpty(binaryAttr(item, attrMeta)),
+	}, nil
 }
 
 // versionPK is the partition key of one shard of a version's items.
@@ -725,6 +888,13 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 		return v.Value
 	}
 	return ""
+}
+
+func binaryAttr(item map[string]types.AttributeValue, name string) []byte {
+	if v, ok := item[name].(*types.AttributeValueMemberB); ok {
+		return v.Value
+	}
+	return nil
 }
 
 func numberAttr(item map[string]types.AttributeValue, name string) string {

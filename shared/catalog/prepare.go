@@ -72,7 +72,7 @@ func newKey(t time.Time) string {
 
 // prepare turns d into its stored form for catalog id: duplicates and
 // tools too large even compressed become refusals; id enters the item-size
-// accounting.
+// accounting. Model names and the hash follow from finish.
 func prepare(id string, d Discovery) prepared {
 	p := prepared{key: newKey(d.StartedAt), started: d.StartedAt, d: d}
 	for _, r := range d.Listing.Refused {
@@ -88,7 +88,7 @@ func prepare(id string, d Discovery) prepared {
 		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name))}
 		plain := plainItemSize(id, t)
 		e.size = plain
-		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) {
+		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) || !utf8.ValidString(t.Title) {
 			e.zipped = gzipTool(t)
 			e.size = zippedItemSize(id, len(e.zipped))
 			if e.size > MaxItemBytes {
@@ -101,8 +101,17 @@ func prepare(id string, d Discovery) prepared {
 		}
 		p.entries = append(p.entries, e)
 	}
-	p.hash = contentHash(p.entries, p.refused)
 	return p
+}
+
+// finish assigns model names against the replaced version's prior (the
+// zero prior when there is none) and computes the content hash.
+func (p *prepared) finish(pr prior) error {
+	if err := p.assignModelNames(pr); err != nil {
+		return err
+	}
+	p.hash = contentHash(p.entries, p.refused)
+	return nil
 }
 
 // Item-size accounting, after DynamoDB's: attribute names plus values;
@@ -125,20 +134,44 @@ func refusalItemSize(id string, r mcp.Refusal) int {
 	return baseItemSize(id) + len(attrName) + len(r.Name) + len(attrReason) + len(r.Reason)
 }
 
+// modelNameBytes is what a model_name attribute may add to an item; it is
+// counted before model names are assigned.
+const modelNameBytes = len(attrModelName) + maxModelName
+
 func plainItemSize(id string, t mcp.Tool) int {
 	return baseItemSize(id) + len(attrName) + len(t.Name) + len(attrDescription) + len(t.Description) +
-		len(attrSchema) + len(t.InputSchema)
+		len(attrSchema) + len(t.InputSchema) + len(attrTitle) + len(t.Title) +
+		len(attrOutputSchema) + len(t.OutputSchema) + len(attrAnnotations) + len(encodeAnnotations(t.Annotations)) +
+		len(attrMeta) + len(t.Meta) + modelNameBytes
 }
 
 func zippedItemSize(id string, n int) int {
-	return baseItemSize(id) + len(attrZipped) + n
+	return baseItemSize(id) + len(attrZipped) + n + modelNameBytes
 }
 
-// encodeTool frames a tool's three fields, each a uvarint length then the
-// bytes, so the schema survives byte for byte (JSON would re-compact it).
+// hasNewFields reports whether t has a field a tool item gained with
+// model-ready catalogs: title, output schema, annotations or meta.
+func hasNewFields(t mcp.Tool) bool {
+	return t.Title != "" || len(t.OutputSchema) > 0 || t.Annotations != nil || len(t.Meta) > 0
+}
+
+// toolFields are a tool's stored fields in frame order: name, description,
+// input schema, then title, output schema, annotations (encodeAnnotations)
+// and meta, which a tool without them omits.
+func toolFields(t mcp.Tool) [][]byte {
+	f := [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema}
+	if hasNewFields(t) {
+		f = append(f, []byte(t.Title), t.OutputSchema, encodeAnnotations(t.Annotations), t.Meta)
+	}
+	return f
+}
+
+// encodeTool frames a tool's fields (toolFields), each a uvarint length
+// then the bytes, so schemas survive byte for byte (JSON would re-compact
+// them).
 func encodeTool(t mcp.Tool) []byte {
 	var b []byte
-	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema} {
+	for _, f := range toolFields(t) {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
@@ -147,19 +180,78 @@ func encodeTool(t mcp.Tool) []byte {
 
 var errBadTool = errors.New("catalog: malformed stored tool")
 
+// decodeTool reverses encodeTool: 3 fields, or 7.
 func decodeTool(b []byte) (mcp.Tool, error) {
-	var f [3][]byte
-	for i := range f {
+	var f [][]byte
+	for len(b) > 0 && len(f) < 7 {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
-			return mcp.Tool{}, fmt.Errorf("%w: field %d truncated", errBadTool, i)
+			return mcp.Tool{}, fmt.Errorf("%w: field %d truncated", errBadTool, len(f))
 		}
-		f[i], b = b[k:k+int(n)], b[k+int(n):]
+		f, b = append(f, b[k:k+int(n)]), b[k+int(n):]
 	}
-	if len(b) != 0 {
-		return mcp.Tool{}, fmt.Errorf("%w: %d trailing bytes", errBadTool, len(b))
+	if len(b) != 0 || len(f) != 3 && len(f) != 7 {
+		return mcp.Tool{}, fmt.Errorf("%w: %d fields and %d trailing bytes", errBadTool, len(f), len(b))
 	}
-	return mcp.Tool{Name: string(f[0]), Description: string(f[1]), InputSchema: bytes.Clone(f[2])}, nil
+	t := mcp.Tool{Name: string(f[0]), Description: string(f[1]), InputSchema: bytes.Clone(f[2])}
+	if len(f) == 7 {
+		a, err := decodeAnnotations(f[5])
+		if err != nil {
+			return mcp.Tool{}, err
+		}
+		t.Title, t.OutputSchema, t.Annotations, t.Meta = string(f[3]), nonEmpty(f[4]), a, nonEmpty(f[6])
+	}
+	return t, nil
+}
+
+// nonEmpty is a copy of b, nil when b is empty.
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+// encodeAnnotations stores a: one byte per hint (read-only, destructive,
+// idempotent, open-world; 0 absent, 1 false, 2 true), then Other's bytes.
+// Nil is no bytes.
+func encodeAnnotations(a *mcp.Annotations) []byte {
+	if a == nil {
+		return nil
+	}
+	b := make([]byte, 4, 4+len(a.Other))
+	for i, h := range []*bool{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint} {
+		if h != nil {
+			b[i] = 1
+			if *h {
+				b[i] = 2
+			}
+		}
+	}
+	return append(b, a.Other...)
+}
+
+// decodeAnnotations reverses encodeAnnotations.
+func decodeAnnotations(b []byte) (*mcp.Annotations, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if len(b) < 4 {
+		return nil, fmt.Errorf("%w: annotations of %d bytes", errBadTool, len(b))
+	}
+	var hints [4]*bool
+	for i := range hints {
+		switch b[i] {
+		case 0:
+		case 1, 2:
+			v := b[i] == 2
+			hints[i] = &v
+		default:
+			return nil, fmt.Errorf("%w: annotation hint %d is %d", errBadTool, i, b[i])
+		}
+	}
+	return &mcp.Annotations{ReadOnlyHint: hints[0], DestructiveHint: hints[1], IdempotentHint: hints[2],
+		OpenWorldHint: hints[3], Other: nonEmpty(b[4:])}, nil
 }
 
 func gzipTool(t mcp.Tool) []byte {
@@ -191,7 +283,10 @@ func gunzipTool(z []byte) (mcp.Tool, error) {
 }
 
 // contentHash identifies a listing as stored: accepted tools in order, then
-// refusals. Server metadata is not part of it.
+// refusals, then, when any tool has one, every tool's title, output
+// schema, annotations and meta. Without those the hash is the one stored
+// before tools had them. Model names and server metadata are not part of
+// it: model names follow from the listing and the version it replaces.
 func contentHash(entries []entry, refused []mcp.Refusal) string {
 	h := sha256.New()
 	field := func(b []byte) {
@@ -208,6 +303,16 @@ func contentHash(entries []entry, refused []mcp.Refusal) string {
 	for _, r := range refused {
 		field([]byte(r.Name))
 		field([]byte(r.Reason))
+	}
+	// The counted fields above end unambiguously, so a section after them
+	// cannot be confused with any listing without one.
+	if slices.ContainsFunc(entries, func(e entry) bool { return hasNewFields(e.tool) }) {
+		for _, e := range entries {
+			field([]byte(e.tool.Title))
+			field(e.tool.OutputSchema)
+			field(encodeAnnotations(e.tool.Annotations))
+			field(e.tool.Meta)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

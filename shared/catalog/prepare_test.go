@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -102,5 +103,94 @@ func TestNameIndex(t *testing.T) {
 	}
 	if indexContains(nil, "a") {
 		t.Error("empty index contains a name")
+	}
+}
+
+// TestContentHashOfOldCatalogs pins the hash of a listing without the
+// optional fields to the one stored before tools had them, so such a
+// catalog re-discovered is unchanged.
+func TestContentHashOfOldCatalogs(t *testing.T) {
+	p := prepare("id", Discovery{Listing: mcp.Listing{
+		Tools: []mcp.Tool{
+			{Name: "search", Description: "finds", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "get_user", InputSchema: json.RawMessage(`{}`)},
+		},
+		Refused: []mcp.Refusal{{Name: "bad", Reason: "why"}},
+	}})
+	if err := p.finish(prior{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "7595abb34d09ba8327fdba70383a7aec1bb9215d805ec96d11662523f32fe85b"; p.hash != want {
+		t.Errorf("hash %s, want %s as before", p.hash, want)
+	}
+	with := prepare("id", Discovery{Listing: mcp.Listing{Tools: []mcp.Tool{
+		{Name: "search", Description: "finds", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.Annotations{}},
+		{Name: "get_user", InputSchema: json.RawMessage(`{}`)},
+	}, Refused: []mcp.Refusal{{Name: "bad", Reason: "why"}}}})
+	if err := with.finish(prior{}); err != nil {
+		t.Fatal(err)
+	}
+	if with.hash == p.hash {
+		t.Error("empty annotations do not change the hash")
+	}
+}
+
+// TestOldCompressedToolDecodes reads a compressed tool as stored before the
+// optional fields: three framed fields.
+func TestOldCompressedToolDecodes(t *testing.T) {
+	z, _ := hex.DecodeString("1f8b08000000000002ff62ac624c61aaae05040000ffff5bca7df907000000")
+	got, err := gunzipTool(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mcp.Tool{Name: "z", Description: "d", InputSchema: json.RawMessage(`{}`)}, got); diff != "" {
+		t.Errorf("old compressed tool (-want +got):\n%s", diff)
+	}
+}
+
+func TestOptionalFieldsRoundTripCompressed(t *testing.T) {
+	yes, no := true, false
+	tools := []mcp.Tool{
+		{Name: "a", Title: "T <&>", InputSchema: json.RawMessage(`{}`), OutputSchema: json.RawMessage(`{"x":"<"}`),
+			Annotations: &mcp.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &no, Other: json.RawMessage(`{"title":"x"}`)},
+			Meta:        json.RawMessage(`{"k":1}`)},
+		{Name: "b", InputSchema: json.RawMessage(`{}`), Annotations: &mcp.Annotations{}},
+		{Name: "c", InputSchema: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`)},
+	}
+	for _, tool := range tools {
+		got, err := gunzipTool(gzipTool(tool))
+		if err != nil {
+			t.Fatalf("gunzipTool: %v", err)
+		}
+		if diff := cmp.Diff(tool, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
+	for _, bad := range [][]byte{{0, 0, 0, 0}, {0, 0, 0, 0, 0, 2, 3, 0, 0}, {0, 0, 0, 0, 0, 4, 0, 0, 0, 9, 0}} {
+		if _, err := decodeTool(bad); err == nil {
+			t.Errorf("decodeTool(%v) accepted malformed input", bad)
+		}
+	}
+}
+
+func TestMappedDigits(t *testing.T) {
+	for s, want := range map[string]string{
+		"a_0123456789ab":                        "0123456789ab",
+		"_0123456789abc":                        "0123456789abc",
+		"a_0123456789a":                         "", // 11 digits
+		"a_0123456789AB":                        "", // upper case
+		"a.b_0123456789ab":                      "", // not model-safe
+		"0123456789ab":                          "", // no separator
+		"x_" + strings.Repeat("0", 63):          "", // 65 bytes
+		"_" + strings.Repeat("f", 63):           strings.Repeat("f", 63),
+		mappedName("files.read", 12):            mappedName("files.read", 12)[len("files_read_"):],
+		mappedName(strings.Repeat("é", 80), 20): mappedName(strings.Repeat("é", 80), 20)[44:],
+	} {
+		if got := mappedDigits(s); got != want {
+			t.Errorf("mappedDigits(%q) = %q, want %q", s, got, want)
+		}
+	}
+	if m := mappedName(strings.Repeat("é", 80), 20); len(m) != 64 || !validModelName(m) {
+		t.Errorf("mappedName of 80 é = %q", m)
 	}
 }

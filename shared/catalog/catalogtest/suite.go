@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,11 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"NotFound", testNotFound},
 		{"ReadersSeeWholeVersions", testReaders},
 		{"ServerDiscovery", testServerDiscovery},
+		{"FullEntries", testFullEntries},
+		{"OversizedFields", testOversizedFields},
+		{"ModelNames", testModelNames},
+		{"ModelNamesStable", testModelNamesStable},
+		{"ModelNamesExhausted", testModelNamesExhausted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +114,12 @@ func MustGet(t testing.TB, s catalog.Store, id string) *catalog.Catalog {
 	return c
 }
 
-// AssertContent fails unless c holds exactly l's tools and refusals.
+// ModelNamePattern is what every stored tool's ModelName matches.
+var ModelNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// AssertContent fails unless c holds exactly l's tools and refusals, and
+// its tools' model names are distinct, match ModelNamePattern and, where
+// l gives one, equal l's.
 func AssertContent(t testing.TB, c *catalog.Catalog, l mcp.Listing) {
 	t.Helper()
 	if len(c.Tools) != len(l.Tools) {
@@ -121,17 +132,44 @@ func AssertContent(t testing.TB, c *catalog.Catalog, l mcp.Listing) {
 	// mismatch only.
 	for i := range min(len(c.Tools), len(l.Tools)) {
 		w, g := l.Tools[i], c.Tools[i]
-		if w.Name != g.Name || w.Description != g.Description || !bytes.Equal(w.InputSchema, g.InputSchema) {
+		if w.ModelName == "" {
+			g.ModelName = ""
+		}
+		if !sameTool(w, g) {
 			t.Errorf("tool %d (-want +got):\n%s", i, cmp.Diff(w, g))
 			break
 		}
 	}
+	AssertModelNames(t, c.Tools)
 	wantR := l.Refused
 	if wantR == nil {
 		wantR = []mcp.Refusal{}
 	}
 	if diff := cmp.Diff(wantR, c.Refused); diff != "" {
 		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+}
+
+// sameTool reports whether a and b are equal, field by field.
+func sameTool(a, b mcp.Tool) bool {
+	return a.Name == b.Name && a.ModelName == b.ModelName && a.Title == b.Title && a.Description == b.Description &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Meta, b.Meta) && cmp.Equal(a.Annotations, b.Annotations)
+}
+
+// AssertModelNames fails unless every tool's ModelName matches
+// ModelNamePattern and is distinct.
+func AssertModelNames(t testing.TB, tools []mcp.Tool) {
+	t.Helper()
+	held := make(map[string]string, len(tools))
+	for _, tool := range tools {
+		if !ModelNamePattern.MatchString(tool.ModelName) {
+			t.Errorf("tool %q has model name %q, not model-safe", tool.Name, tool.ModelName)
+		}
+		if other, ok := held[tool.ModelName]; ok {
+			t.Errorf("tools %q and %q share model name %q", other, tool.Name, tool.ModelName)
+		}
+		held[tool.ModelName] = tool.Name
 	}
 }
 
@@ -147,8 +185,13 @@ func AssertOnlyVersion(t testing.TB, s Store, id, version string) {
 	}
 }
 
+// assertLookup checks Lookup(id, name); a want that is Found without a
+// Name means name itself.
 func assertLookup(t *testing.T, s Store, id, name string, want catalog.Membership) {
 	t.Helper()
+	if want.Found && want.Name == "" {
+		want.Name = name
+	}
 	got, err := s.Lookup(context.Background(), id, name)
 	if err != nil {
 		t.Fatalf("Lookup(%q, %q): %v", id, name, err)
@@ -483,6 +526,9 @@ func testReaders(t *testing.T, s Store) {
 				if _, err := fmt.Sscanf(c.Refused[0].Reason, "g%d", &g); err != nil {
 					t.Errorf("refusal %v: %v", c.Refused, err)
 					return
+				}
+				for i := range c.Tools {
+					c.Tools[i].ModelName = ""
 				}
 				if diff := cmp.Diff(generation(g).Tools, c.Tools); diff != "" {
 					t.Errorf("read a mixed or partial version of generation %d (-want +got):\n%s", g, diff)
