@@ -153,18 +153,21 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	return res, nil
 }
 
-// primer is what a catalog tells a connection: the protocol version its
+// primer is what a catalog tells a call: the tool's name as the server
+// lists it (the request may name its model_name), the protocol version the
 // latest discovery negotiated, and that discovery's server/discover answer.
 type primer struct {
+	toolName        string
 	protocolVersion string
 	discovery       string
 }
 
-// member checks the tool against the stored catalog and returns what the
-// catalog primes the connection with (nothing without a catalog).
+// member checks the tool, by name or model_name, against the stored
+// catalog and returns what the catalog primes the call with (without a
+// catalog, only the requested name).
 func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (primer, error) {
 	if req.CatalogID == "" {
-		return primer{}, nil
+		return primer{toolName: req.ToolName}, nil
 	}
 	m, err := h.Catalog.Lookup(ctx, req.CatalogID, req.ToolName)
 	switch {
@@ -180,7 +183,12 @@ func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (pri
 		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
 	it.Annotate(slog.String("catalog_version", m.Version))
-	return primer{protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery}, nil
+	name := req.ToolName
+	if m.Name != "" && m.Name != name {
+		name = m.Name
+		it.Annotate(slog.String("server_tool", name))
+	}
+	return primer{toolName: name, protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery}, nil
 }
 
 // call connects and calls. ran reports whether the tools/call request may
@@ -207,7 +215,7 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
 		h.notePriming(it, s)
 	}()
-	result, err := conn.CallTool(octx, req.ToolName, req.arguments())
+	result, err := conn.CallTool(octx, p.toolName, req.arguments())
 	var tr render.ToolResult
 	switch {
 	case err == nil:

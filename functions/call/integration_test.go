@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -14,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/google/go-cmp/cmp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -393,5 +397,44 @@ func TestPrimedCallFallsBack(t *testing.T) {
 	}
 	if !strings.Contains(s.Logs.String(), "connected again unprimed") {
 		t.Errorf("no fallback warning in the logs:\n%s", s.Logs.String())
+	}
+}
+
+// TestCallByModelName: a server lists a dotted tool name, which models
+// cannot send; the catalog gives it a model_name, the call names it by
+// that, and the server is sent its own name.
+func TestCallByModelName(t *testing.T) {
+	s := newStack(t, nil)
+	server := sdk.NewServer(&sdk.Implementation{Name: "dotted", Version: "1"}, nil)
+	var got []string
+	var mu sync.Mutex
+	sdk.AddTool(server, &sdk.Tool{Name: "admin.echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+			mu.Lock()
+			got = append(got, req.Params.Name)
+			mu.Unlock()
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil, nil
+		})
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, &sdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	listing := mcp.Listing{Tools: []mcp.Tool{{Name: "admin.echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+	if _, err := s.Store.Put(t.Context(), "dotted", catalog.Discovery{Listing: listing, ProtocolVersion: "2026-07-28"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Store.Get(t.Context(), "dotted")
+	if err != nil || len(c.Tools) != 1 || c.Tools[0].ModelName == "" || c.Tools[0].ModelName == "admin.echo" {
+		t.Fatalf("stored %+v, %v; want a model_name for admin.echo", c, err)
+	}
+	out, err := s.Invoke(t, []byte(callBody(map[string]any{"server_url": ts.URL, "tool_name": c.Tools[0].ModelName, "catalog_id": "dotted", "tool_use_id": "toolu_dotted"})), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(out); !strings.Contains(string(b), `"text":"ok"`) {
+		t.Errorf("result %s", b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"admin.echo"}) {
+		t.Errorf("the server was sent %v, want [admin.echo]", got)
 	}
 }
