@@ -3,11 +3,10 @@ package schema
 import (
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // How a subschema applies to the instance its parent is applied to.
@@ -19,113 +18,167 @@ const (
 	unused                  // to nothing unless referenced: $defs, definitions
 )
 
-// children calls f with each subschema of s, the JSON Pointer segments
-// that lead to it from s, and how it applies. It names every field of
-// jsonschema.Schema that holds a schema (TestChildrenNamesEverySchemaField).
-func children(s *jsonschema.Schema, f func(c *jsonschema.Schema, how applies, segs ...string)) {
-	one := func(key string, c *jsonschema.Schema, how applies) {
-		if c != nil {
-			f(c, how, key)
-		}
-	}
-	list := func(key string, cs []*jsonschema.Schema, how applies) {
-		for i, c := range cs {
-			f(c, how, key, strconv.Itoa(i))
-		}
-	}
-	dict := func(key string, m map[string]*jsonschema.Schema, how applies) {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			f(m[k], how, key, k)
-		}
-	}
-	dict("$defs", s.Defs, unused)
-	dict("definitions", s.Definitions, unused)
-	dict("dependencies", s.DependencySchemas, inPlace)
-	dict("dependentSchemas", s.DependentSchemas, inPlace)
-	list("allOf", s.AllOf, inPlace)
-	list("anyOf", s.AnyOf, inPlace)
-	list("oneOf", s.OneOf, inPlace)
-	one("not", s.Not, inPlace)
-	one("if", s.If, inPlace)
-	one("then", s.Then, inPlace)
-	one("else", s.Else, inPlace)
-	list("prefixItems", s.PrefixItems, descends)
-	one("items", s.Items, descends)
-	list("items", s.ItemsArray, descends)
-	one("additionalItems", s.AdditionalItems, descends)
-	one("contains", s.Contains, descends)
-	one("unevaluatedItems", s.UnevaluatedItems, descends)
-	dict("properties", s.Properties, descends)
-	dict("patternProperties", s.PatternProperties, descends)
-	one("additionalProperties", s.AdditionalProperties, descends)
-	one("propertyNames", s.PropertyNames, descends)
-	one("unevaluatedProperties", s.UnevaluatedProperties, descends)
-	one("contentSchema", s.ContentSchema, descends)
+// A keyword that holds subschemas: one, a list of them (shape '['), or a
+// map of them (shape '{').
+type keyword struct {
+	name  string
+	shape byte // '1', '[' or '{'
+	how   applies
 }
 
-// node is what index learns about one schema.
+// keywords are the keywords jsonschema-go reads subschemas from, in the
+// order children visits them (TestKeywordsNameEverySchemaField).
+var keywords = []keyword{
+	{"$defs", '{', unused},
+	{"definitions", '{', unused},
+	{"dependencies", '{', inPlace},
+	{"dependentSchemas", '{', inPlace},
+	{"allOf", '[', inPlace},
+	{"anyOf", '[', inPlace},
+	{"oneOf", '[', inPlace},
+	{"not", '1', inPlace},
+	{"if", '1', inPlace},
+	{"then", '1', inPlace},
+	{"else", '1', inPlace},
+	{"prefixItems", '[', descends},
+	{"items", '1', descends}, // or '[' in draft-07 form
+	{"additionalItems", '1', descends},
+	{"contains", '1', descends},
+	{"unevaluatedItems", '1', descends},
+	{"properties", '{', descends},
+	{"patternProperties", '{', descends},
+	{"additionalProperties", '1', descends},
+	{"propertyNames", '1', descends},
+	{"unevaluatedProperties", '1', descends},
+	{"contentSchema", '1', descends},
+}
+
+// isSchema reports whether v, decoded by encoding/json, can be a schema:
+// an object or a boolean.
+func isSchema(v any) bool {
+	switch v.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
+}
+
+// children calls f with each subschema of s, the JSON Pointer segments
+// that lead to it from s (unescaped), and how it applies.
+func children(s map[string]any, f func(c any, how applies, segs ...string)) {
+	for _, k := range keywords {
+		v, ok := s[k.name]
+		if !ok {
+			continue
+		}
+		switch v := v.(type) {
+		case []any:
+			if k.shape == '[' || k.name == "items" {
+				for i, c := range v {
+					if isSchema(c) {
+						f(c, k.how, k.name, strconv.Itoa(i))
+					}
+				}
+			}
+		case map[string]any:
+			if k.shape == '{' {
+				for _, key := range slices.Sorted(maps.Keys(v)) {
+					if isSchema(v[key]) {
+						f(v[key], k.how, k.name, key)
+					}
+				}
+			} else if k.shape == '1' {
+				f(v, k.how, k.name)
+			}
+		case bool:
+			if k.shape == '1' {
+				f(v, k.how, k.name)
+			}
+		}
+	}
+}
+
+// node is what index learns about one schema, known by its path: its JSON
+// Pointer from the root, escaped ("" for the root).
 type node struct {
-	path string             // JSON Pointer from the root, escaped
-	base *jsonschema.Schema // the nearest enclosing schema with an $id, or the root
-	next []*jsonschema.Schema
+	schema any    // map[string]any or bool
+	base   string // the path of the nearest enclosing schema with an $id, or of the root
+	next   []string
 }
 
 // graph holds every schema under a root and the edges along which a
 // validator stays on the same instance: in-place applicators and
 // references.
 type graph struct {
-	root    *jsonschema.Schema
-	nodes   map[*jsonschema.Schema]*node
-	byPath  map[string]*jsonschema.Schema
-	anchors map[*jsonschema.Schema]map[string]*jsonschema.Schema // per base
-	dynamic map[string][]*jsonschema.Schema                      // by $dynamicAnchor
+	nodes   map[string]*node
+	anchors map[string]map[string]string // base path → anchor → path
+	dynamic map[string][]string          // $dynamicAnchor → paths
+	refs    int                          // how many $ref and $dynamicRef
 }
 
-// index builds the graph of root, refusing a reference that is not a
-// fragment (remote-ref), does not resolve (dangling-ref), or an $id or
-// anchor declared twice (compile; jsonschema-go lets a second anchor pass,
-// TestJSONSchemaGoAcceptsDuplicateAnchors).
-func index(root *jsonschema.Schema) (*graph, error) {
+// index builds the graph of root, a value decoded by encoding/json. It
+// refuses a reference that is not a fragment (remote-ref) or does not
+// resolve (dangling-ref), and a pattern that Go's regexp does not compile,
+// an $id or an anchor declared twice (compile; jsonschema-go lets a second
+// anchor pass, TestJSONSchemaGoAcceptsDuplicateAnchors).
+func index(root any) (*graph, error) {
 	g := &graph{
-		root:    root,
-		nodes:   map[*jsonschema.Schema]*node{},
-		byPath:  map[string]*jsonschema.Schema{},
-		anchors: map[*jsonschema.Schema]map[string]*jsonschema.Schema{},
-		dynamic: map[string][]*jsonschema.Schema{},
+		nodes:   map[string]*node{},
+		anchors: map[string]map[string]string{},
+		dynamic: map[string][]string{},
 	}
 	ids := map[string]bool{}
-	var walk func(s, base *jsonschema.Schema, baseURI *url.URL, path string) error
-	walk = func(s, base *jsonschema.Schema, baseURI *url.URL, path string) error {
-		if s.ID != "" {
-			u, err := url.Parse(s.ID)
+	var walk func(v any, path, base string, baseURI *url.URL) error
+	walk = func(v any, path, base string, baseURI *url.URL) error {
+		g.nodes[path] = &node{schema: v, base: base}
+		s, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		if id, _ := s["$id"].(string); id != "" {
+			u, err := url.Parse(id)
 			if err != nil {
-				return refuse(ruleCompile, "$id %q at %s: %s", s.ID, pointer(path), err)
+				return refuse(ruleCompile, "$id %q at %s: %s", id, pointer(path), err)
 			}
-			u = baseURI.ResolveReference(u)
-			if ids[u.String()] {
-				return refuse(ruleCompile, "$id %q at %s names a schema named before", s.ID, pointer(path))
+			if u = baseURI.ResolveReference(u); ids[u.String()] {
+				return refuse(ruleCompile, "$id %q at %s names a schema named before", id, pointer(path))
 			}
 			ids[u.String()] = true
-			base, baseURI = s, u
+			base, baseURI = path, u
+			g.nodes[path].base = base
 		}
-		g.nodes[s] = &node{path: path, base: base}
-		g.byPath[path] = s
-		for _, a := range []string{s.Anchor, s.DynamicAnchor} {
-			if a != "" {
-				if g.anchors[base] == nil {
-					g.anchors[base] = map[string]*jsonschema.Schema{}
-				}
-				if g.anchors[base][a] != nil && g.anchors[base][a] != s {
-					return refuse(ruleCompile, "anchor %q at %s is declared before in the same resource", a, pointer(path))
-				}
-				g.anchors[base][a] = s
+		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
+			a, _ := s[k].(string)
+			if a == "" {
+				continue
+			}
+			if g.anchors[base] == nil {
+				g.anchors[base] = map[string]string{}
+			}
+			if at, ok := g.anchors[base][a]; ok && at != path {
+				return refuse(ruleCompile, "anchor %q at %s is declared before in the same resource", a, pointer(path))
+			}
+			g.anchors[base][a] = path
+			if k == "$dynamicAnchor" {
+				g.dynamic[a] = append(g.dynamic[a], path)
 			}
 		}
-		if s.DynamicAnchor != "" {
-			g.dynamic[s.DynamicAnchor] = append(g.dynamic[s.DynamicAnchor], s)
+		// jsonschema-go compiles these with Go's regexp; so does Check,
+		// for schemas it does not hand to jsonschema-go.
+		if p, ok := s["pattern"].(string); ok {
+			if _, err := regexp.Compile(p); err != nil {
+				return refuse(ruleCompile, "pattern at %s: %s", pointer(path), err)
+			}
+		}
+		if pp, ok := s["patternProperties"].(map[string]any); ok {
+			for _, p := range slices.Sorted(maps.Keys(pp)) {
+				if _, err := regexp.Compile(p); err != nil {
+					return refuse(ruleCompile, "patternProperties at %s: %s", pointer(path), err)
+				}
+			}
 		}
 		var err error
-		children(s, func(c *jsonschema.Schema, how applies, segs ...string) {
+		children(s, func(c any, how applies, segs ...string) {
 			if err != nil {
 				return
 			}
@@ -133,100 +186,101 @@ func index(root *jsonschema.Schema) (*graph, error) {
 			for _, seg := range segs {
 				p += "/" + escape(seg)
 			}
-			if err = walk(c, base, baseURI, p); err == nil && how == inPlace {
-				g.nodes[s].next = append(g.nodes[s].next, c)
+			if err = walk(c, p, base, baseURI); err == nil && how == inPlace {
+				g.nodes[path].next = append(g.nodes[path].next, p)
 			}
 		})
 		return err
 	}
-	if err := walk(root, root, &url.URL{}, ""); err != nil {
+	if err := walk(root, "", "", &url.URL{}); err != nil {
 		return nil, err
 	}
 	// In path order, so the reference named is the same every time.
-	for _, p := range slices.Sorted(maps.Keys(g.byPath)) {
-		s := g.byPath[p]
-		n := g.nodes[s]
-		for _, ref := range []string{s.Ref, s.DynamicRef} {
+	for _, path := range slices.Sorted(maps.Keys(g.nodes)) {
+		n := g.nodes[path]
+		s, _ := n.schema.(map[string]any)
+		for _, k := range []string{"$ref", "$dynamicRef"} {
+			ref, _ := s[k].(string)
 			if ref == "" {
 				continue
 			}
-			t, err := g.target(s, ref)
+			g.refs++
+			t, frag, err := g.target(path, ref)
 			if err != nil {
 				return nil, err
 			}
 			n.next = append(n.next, t)
-			if ref == s.DynamicRef {
+			if k == "$dynamicRef" && frag != "" && !strings.HasPrefix(frag, "/") {
 				// At validation time a $dynamicRef may land on any schema
 				// with its anchor: follow them all.
-				if u, _ := url.Parse(ref); !strings.HasPrefix(u.Fragment, "/") {
-					n.next = append(n.next, g.dynamic[u.Fragment]...)
-				}
+				n.next = append(n.next, g.dynamic[frag]...)
 			}
 		}
 	}
 	return g, nil
 }
 
-// target returns the schema ref, held by s, refers to, as jsonschema-go
-// resolves it: a JSON Pointer or an anchor within the base of s.
-func (g *graph) target(s *jsonschema.Schema, ref string) (*jsonschema.Schema, error) {
-	at := pointer(g.nodes[s].path)
+// target returns the path of the schema that ref, held by the schema at
+// path, refers to, as jsonschema-go resolves it: a JSON Pointer or an
+// anchor within the base of that schema. It also returns the fragment.
+func (g *graph) target(path, ref string) (string, string, error) {
 	if !strings.HasPrefix(ref, "#") {
-		return nil, refuse(ruleRemote, "%q at %s is not a fragment (\"#…\"); it is not fetched", ref, at)
+		return "", "", refuse(ruleRemote, "%q at %s is not a fragment (\"#…\"); it is not fetched", ref, pointer(path))
 	}
 	u, err := url.Parse(ref)
 	if err != nil {
-		return nil, refuse(ruleCompile, "$ref %q at %s: %s", ref, at, err)
+		return "", "", refuse(ruleCompile, "$ref %q at %s: %s", ref, pointer(path), err)
 	}
-	base := g.nodes[s].base
-	var t *jsonschema.Schema
-	if frag := u.Fragment; frag == "" || strings.HasPrefix(frag, "/") {
-		p := g.nodes[base].path
+	base := g.nodes[path].base
+	frag := u.Fragment
+	t, ok := "", false
+	if frag == "" || strings.HasPrefix(frag, "/") {
+		t = base
 		if frag != "" {
 			for _, seg := range strings.Split(frag[1:], "/") {
-				p += "/" + escape(unescape(seg))
+				t += "/" + escape(unescape(seg))
 			}
 		}
-		t = g.byPath[p]
+		_, ok = g.nodes[t]
 	} else {
-		t = g.anchors[base][frag]
+		t, ok = g.anchors[base][frag]
 	}
-	if t == nil {
-		return nil, refuse(ruleDangling, "%q at %s refers to no schema", ref, at)
+	if !ok {
+		return "", "", refuse(ruleDangling, "%q at %s refers to no schema", ref, pointer(path))
 	}
-	return t, nil
+	return t, frag, nil
 }
 
 // acyclic refuses a cycle of in-place applicators and references: a
-// validator following it would never return.
+// validator following it would never return (TestJSONSchemaGoLoopsOnCyclicRef).
 func (g *graph) acyclic() error {
 	const (
 		unseen = iota
 		open
 		done
 	)
-	state := make(map[*jsonschema.Schema]int, len(g.nodes))
-	var visit func(s *jsonschema.Schema) *jsonschema.Schema
-	visit = func(s *jsonschema.Schema) *jsonschema.Schema {
-		state[s] = open
-		for _, t := range g.nodes[s].next {
+	state := make(map[string]int, len(g.nodes))
+	var visit func(p string) (string, bool)
+	visit = func(p string) (string, bool) {
+		state[p] = open
+		for _, t := range g.nodes[p].next {
 			switch state[t] {
 			case open:
-				return t
+				return t, true
 			case unseen:
-				if c := visit(t); c != nil {
-					return c
+				if c, ok := visit(t); ok {
+					return c, true
 				}
 			}
 		}
-		state[s] = done
-		return nil
+		state[p] = done
+		return "", false
 	}
-	// Visit in path order, so the schema named is the same every time.
-	for _, p := range slices.Sorted(maps.Keys(g.byPath)) {
-		if s := g.byPath[p]; state[s] == unseen {
-			if c := visit(s); c != nil {
-				return refuse(ruleCyclic, "the schema at %s reaches itself through $ref without descending into a property or item", pointer(g.nodes[c].path))
+	// In path order, so the schema named is the same every time.
+	for _, p := range slices.Sorted(maps.Keys(g.nodes)) {
+		if state[p] == unseen {
+			if c, ok := visit(p); ok {
+				return refuse(ruleCyclic, "the schema at %s reaches itself through $ref without descending into a property or item", pointer(c))
 			}
 		}
 	}

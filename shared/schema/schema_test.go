@@ -31,30 +31,52 @@ func nest(levels int) string {
 	return s
 }
 
+var accepted = []struct{ name, schema string }{
+	{"minimal", `{"type":"object"}`},
+	{"filler", `{"type":"object","properties":{"id":{"type":"string","description":"The invoice id."},"fields":{"type":"array","items":{"type":"string"}},"include_archived":{"type":"boolean","default":false}},"required":["id"]}`},
+	{"defs ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string"}}}`},
+	{"draft-07 definitions", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"$ref":"#/definitions/s"}},"definitions":{"s":{"type":"string"}}}`},
+	{"recursive through properties", `{"type":"object","properties":{"tree":{"$ref":"#/$defs/node"}},"$defs":{"node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}}}`},
+	{"root recursion through properties", `{"type":"object","properties":{"next":{"$ref":"#"}}}`},
+	{"ref chain that ends", `{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"type":"string"}}}`},
+	{"anchor", `{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$anchor":"s","type":"string"}}}`},
+	{"escaped pointer", `{"type":"object","properties":{"a/b~c":{"type":"string"},"x":{"$ref":"#/properties/a~1b~0c"}}}`},
+	{"percent-encoded pointer", `{"type":"object","properties":{"a b":{"type":"string"},"x":{"$ref":"#/properties/a%20b"}}}`},
+	{"ref inside an $id resource", `{"$id":"https://example.com/root","type":"object","properties":{"a":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string"}}}`},
+	{"pointer from a nested $id", `{"type":"object","$defs":{"r":{"$id":"https://example.com/r","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}},"allOf":[{"$ref":"#/$defs/r"}]}`},
+	{"dynamic ref", `{"type":"object","$dynamicAnchor":"node","properties":{"kids":{"type":"array","items":{"$dynamicRef":"#node"}}}}`},
+	{"exactly MaxDepth", nest(MaxDepth)},
+	{"$schema and $id on a host are only names", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"http://127.0.0.1:1/x","type":"object"}`},
+	{"boolean subschemas", `{"type":"object","properties":{"a":true,"b":{"$ref":"#/properties/a"}},"additionalProperties":false}`},
+}
+
 func TestCheckAccepts(t *testing.T) {
-	tests := []struct{ name, schema string }{
-		{"minimal", `{"type":"object"}`},
-		{"filler", `{"type":"object","properties":{"id":{"type":"string","description":"The invoice id."},"fields":{"type":"array","items":{"type":"string"}},"include_archived":{"type":"boolean","default":false}},"required":["id"]}`},
-		{"defs ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string"}}}`},
-		{"draft-07 definitions", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"$ref":"#/definitions/s"}},"definitions":{"s":{"type":"string"}}}`},
-		{"recursive through properties", `{"type":"object","properties":{"tree":{"$ref":"#/$defs/node"}},"$defs":{"node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}}}`},
-		{"root recursion through properties", `{"type":"object","properties":{"next":{"$ref":"#"}}}`},
-		{"ref chain that ends", `{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"type":"string"}}}`},
-		{"anchor", `{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$anchor":"s","type":"string"}}}`},
-		{"escaped pointer", `{"type":"object","properties":{"a/b~c":{"type":"string"},"x":{"$ref":"#/properties/a~1b~0c"}}}`},
-		{"percent-encoded pointer", `{"type":"object","properties":{"a b":{"type":"string"},"x":{"$ref":"#/properties/a%20b"}}}`},
-		{"ref inside an $id resource", `{"$id":"https://example.com/root","type":"object","properties":{"a":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string"}}}`},
-		{"pointer from a nested $id", `{"type":"object","$defs":{"r":{"$id":"https://example.com/r","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}},"allOf":[{"$ref":"#/$defs/r"}]}`},
-		{"dynamic ref", `{"type":"object","$dynamicAnchor":"node","properties":{"kids":{"type":"array","items":{"$dynamicRef":"#node"}}}}`},
-		{"exactly MaxDepth", nest(MaxDepth)},
-		{"$schema and $id on a host are only names", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"http://127.0.0.1:1/x","type":"object"}`},
-	}
-	for _, tt := range tests {
+	for _, tt := range accepted {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := Check([]byte(tt.schema)); err != nil {
 				t.Errorf("Check(%s) = %v, want nil", tt.schema, err)
 			}
 		})
+	}
+}
+
+// TestAcceptedSchemasResolve pins that what Check accepts, jsonschema-go
+// compiles, also where Check does not ask it to (schemas with no $ref).
+func TestAcceptedSchemasResolve(t *testing.T) {
+	schemas := catalog()
+	for _, tt := range accepted {
+		schemas = append(schemas, []byte(tt.schema))
+	}
+	for _, schema := range schemas {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(schema, &s); err != nil {
+			t.Errorf("unmarshal %s: %v", schema, err)
+			continue
+		}
+		s.Schema = draft202012
+		if _, err := s.Resolve(nil); err != nil {
+			t.Errorf("Resolve(%s) = %v", schema, err)
+		}
 	}
 }
 
@@ -86,10 +108,13 @@ func TestCheckRefuses(t *testing.T) {
 		{"cycle through allOf", `{"type":"object","allOf":[{"$ref":"#"}]}`, `cyclic-ref: the schema at # reaches itself through $ref without descending into a property or item`},
 		{"unknown type name", `{"type":"object","properties":{"a":{"type":"strng"}}}`, "compile: not a draft 2020-12 schema: anyOf: did not validate against any of [<anonymous schema> <anonymous schema>]: enum: strng does not equal any of: [array boolean integer null number object string]"},
 		{"required repeats a name", `{"type":"object","required":["a","a"]}`, "compile: not a draft 2020-12 schema: uniqueItems:"},
-		{"required not a list", `{"type":"object","required":"a"}`, "compile: json: cannot unmarshal string into Go struct field"},
+		{"required not a list", `{"type":"object","required":"a"}`, `compile: not a draft 2020-12 schema: type: a has type "string", want "array"`},
 		{"draft-07 tuple items", `{"type":"object","properties":{"a":{"items":[{"type":"string"}]}}}`, "compile: not a draft 2020-12 schema: type: [map[type:string]] has type \"array\", want one of \"object, boolean\""},
-		{"minimum not a number", `{"type":"object","properties":{"a":{"minimum":"1"}}}`, "compile: json: cannot unmarshal"},
-		{"pattern does not compile", `{"type":"object","properties":{"a":{"type":"string","pattern":"(unclosed"}}}`, "compile: jsonschema.Schema: <anonymous schema>: pattern: error parsing regexp"},
+		{"minimum not a number", `{"type":"object","properties":{"a":{"minimum":"1"}}}`, `compile: not a draft 2020-12 schema: type: 1 has type "string", want "number"`},
+		{"pattern does not compile", `{"type":"object","properties":{"a":{"type":"string","pattern":"(unclosed"}}}`, "compile: pattern at #/properties/a: error parsing regexp: missing closing ): `(unclosed`"},
+		// With a reference, jsonschema-go compiles the schema too.
+		{"ref and jsonschema-go's both-defs rule", `{"type":"object","$defs":{"a":{}},"definitions":{"b":{}},"properties":{"x":{"$ref":"#/$defs/a"}}}`, "compile: both Defs and Definitions are set"},
+		{"ref and an int past int32", `{"type":"object","$defs":{"a":{"maxLength":3000000000}},"properties":{"x":{"$ref":"#/$defs/a"}}}`, "compile: integer is out of range"},
 		{"duplicate anchor", `{"type":"object","$defs":{"a":{"$anchor":"x"},"b":{"$anchor":"x"}}}`, `compile: anchor "x" at #/$defs/b is declared before in the same resource`},
 		{"same anchor in two resources", `{"type":"object","$defs":{"a":{"$anchor":"x"},"b":{"$id":"https://example.com/b","$anchor":"x"}}}`, ""},
 		{"$id with a fragment", `{"type":"object","$defs":{"a":{"$id":"https://example.com/a#frag"}}}`, `compile: not a draft 2020-12 schema: pattern: "https://example.com/a#frag" does not match`},
@@ -220,46 +245,41 @@ func TestJSONSchemaGoSkipsTheMetaSchema(t *testing.T) {
 // TestLookaheadPatternIsRefused pins a deviation Check inherits:
 // jsonschema-go compiles "pattern" with Go's regexp (RE2), so an
 // ECMA-262 lookahead, valid in draft 2020-12, does not compile.
+// Check compiles patterns itself the same way, with and without a $ref.
 func TestLookaheadPatternIsRefused(t *testing.T) {
-	const email = `{"type":"object","properties":{"e":{"type":"string","pattern":"^(?!\\.)[^@]+@[^@]+$"}}}`
-	err := Check([]byte(email))
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "compile: ") {
-		t.Errorf("Check(lookahead pattern) = %v, want a compile refusal", err)
+	const email = `"e":{"type":"string","pattern":"^(?!\\.)[^@]+@[^@]+$"}`
+	for _, schema := range []string{
+		`{"type":"object","properties":{` + email + `}}`,
+		`{"type":"object","properties":{` + email + `,"f":{"$ref":"#/properties/e"}}}`,
+	} {
+		err := Check([]byte(schema))
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "compile: pattern at #/properties/e: error parsing regexp: invalid or unsupported Perl syntax: `(?!`") {
+			t.Errorf("Check(%s) = %v, want a compile refusal of the pattern", schema, err)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal([]byte(schema), &s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Resolve(nil); err == nil || !strings.Contains(err.Error(), "pattern: error parsing regexp") {
+			t.Errorf("jsonschema-go's Resolve(%s) = %v, want a pattern error", schema, err)
+		}
 	}
 }
 
-func TestChildrenNamesEverySchemaField(t *testing.T) {
-	// One schema with every schema-holding field set, each to a distinct
-	// child; children must report each exactly once.
-	var s jsonschema.Schema
-	if err := json.Unmarshal([]byte(`{
-		"$defs":{"a":{}},"definitions":{"a":{}},"dependencies":{"a":{}},"dependentSchemas":{"a":{}},
-		"allOf":[{}],"anyOf":[{}],"oneOf":[{}],"not":{},"if":{},"then":{},"else":{},
-		"prefixItems":[{}],"additionalItems":{},"contains":{},"unevaluatedItems":{},
-		"properties":{"a":{}},"patternProperties":{"a":{}},"additionalProperties":{},
-		"propertyNames":{},"unevaluatedProperties":{},"contentSchema":{}}`), &s); err != nil {
-		t.Fatal(err)
-	}
-	var tuple jsonschema.Schema
-	if err := json.Unmarshal([]byte(`{"items":[{}]}`), &tuple); err != nil {
-		t.Fatal(err)
-	}
-	s.Items = &jsonschema.Schema{}
+func TestKeywordsNameEverySchemaField(t *testing.T) {
 	got := map[string]bool{}
-	for _, x := range []*jsonschema.Schema{&s, &tuple} {
-		children(x, func(c *jsonschema.Schema, how applies, segs ...string) { got[segs[0]] = true })
+	for _, k := range keywords {
+		got[k.name] = true
 	}
-	// Every exported field of type *Schema, []*Schema or map[string]*Schema,
-	// by its JSON name.
 	want := schemaFields()
 	for name := range want {
 		if !got[name] {
-			t.Errorf("children does not visit %q", name)
+			t.Errorf("keywords lacks %q, a schema field of jsonschema.Schema", name)
 		}
 	}
 	for name := range got {
 		if !want[name] {
-			t.Errorf("children visits %q, which is not a schema field", name)
+			t.Errorf("keywords has %q, which jsonschema.Schema does not read as a schema", name)
 		}
 	}
 }
