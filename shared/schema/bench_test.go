@@ -62,9 +62,14 @@ func BenchmarkCheck(b *testing.B) {
 
 // BenchmarkCheckWorst checks the costliest schema the limits let through:
 // MaxDepth deep with a large description at the bottom, just under MaxBytes.
+// With a $ref, jsonschema-go's Resolve reads it too.
 func BenchmarkCheckWorst(b *testing.B) {
-	inner := `{"type":"object","description":"` + strings.Repeat("x", MaxBytes-4096) + `"}`
-	s := inner
+	b.Run("no-ref", func(b *testing.B) { benchmarkWorst(b, `{"type":"object","description":"`) })
+	b.Run("ref", func(b *testing.B) { benchmarkWorst(b, `{"type":"object","$ref":"#/properties/a","description":"`) })
+}
+
+func benchmarkWorst(b *testing.B, head string) {
+	s := head + strings.Repeat("x", MaxBytes-4096) + `"}`
 	for range (MaxDepth - 1) / 2 {
 		s = `{"type":"object","properties":{"a":` + s + `}}`
 	}
@@ -75,5 +80,20 @@ func BenchmarkCheckWorst(b *testing.B) {
 		if err := Check([]byte(s)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCheckShapes times the two shapes in catalog apart: a filler
+// schema (no $ref) and a pydantic-style one (with $ref).
+func BenchmarkCheckShapes(b *testing.B) {
+	tools := catalog()
+	for name, s := range map[string][]byte{"filler": tools[0], "pydantic": tools[4]} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if err := Check(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

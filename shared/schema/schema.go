@@ -46,8 +46,9 @@ const draft202012 = "https://json-schema.org/draft/2020-12/schema"
 // The rules, each named by the first word of a refusal:
 //   - size: at most MaxBytes; depth: at most MaxDepth; json: one JSON value
 //   - root: an object with "type": "object"
-//   - compile: valid against the draft 2020-12 meta-schema and compiled by
-//     jsonschema-go as draft 2020-12, whatever "$schema" says
+//   - compile: valid against the draft 2020-12 meta-schema, whatever
+//     "$schema" says; patterns compile with Go's regexp; no $id or anchor
+//     is declared twice; with a reference, jsonschema-go resolves it too
 //   - remote-ref: each $ref and $dynamicRef is a fragment ("#…")
 //   - dangling-ref: each resolves within schema
 //   - cyclic-ref: no chain of references and in-place applicators (allOf,

@@ -343,3 +343,21 @@ func TestJSONSchemaGoLoopsOnCyclicRef(t *testing.T) {
 		t.Errorf("child: %v, output starts\n%.300s\nwant a stack overflow; if jsonschema-go now stops cycles, say so in DESIGN.md", err, out)
 	}
 }
+
+// TestNoNetworkingIsLinked pins that neither this package nor jsonschema-go
+// imports a network client.
+func TestNoNetworkingIsLinked(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "net" || pkg == "net/http" || strings.HasPrefix(pkg, "crypto/tls") {
+			t.Errorf("shared/schema links %s", pkg)
+		}
+	}
+}
