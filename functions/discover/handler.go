@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/schema"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
@@ -139,7 +141,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	cancel()
 
 	put, err := h.Store.Put(ctx, req.CatalogID, catalog.Discovery{
-		Listing:         listing,
+		Listing:         checkSchemas(listing),
 		ProtocolVersion: stats.ProtocolVersion,
 		ServerName:      stats.ServerName,
 		ServerVersion:   stats.ServerVersion,
@@ -175,6 +177,29 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		it.Annotate(slog.Bool("superseded", true))
 	}
 	return res, nil
+}
+
+// checkSchemas moves each tool whose input or output schema a model
+// request could not carry (schema.Check) to the refusals, with the rule.
+func checkSchemas(l mcp.Listing) mcp.Listing {
+	kept := l.Tools[:0:0]
+	for _, t := range l.Tools {
+		err := schema.Check(t.InputSchema)
+		if err == nil && len(t.OutputSchema) > 0 {
+			if err = schema.Check(t.OutputSchema); err != nil {
+				err = fmt.Errorf("output_schema: %w", err)
+			}
+		} else if err != nil {
+			err = fmt.Errorf("input_schema: %w", err)
+		}
+		if err != nil {
+			l.Refused = append(l.Refused, mcp.Refusal{Name: t.Name, Reason: err.Error()})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	l.Tools = kept
+	return l
 }
 
 // recordFailure records err on the catalog. A failure to record is logged:

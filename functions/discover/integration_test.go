@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,5 +298,56 @@ func TestRedeliveryToAClosedTask(t *testing.T) {
 	slices.Sort(closed)
 	if want := []string{"again TaskTimedOut WARN", "again-bad TaskTimedOut WARN"}; !slices.Equal(closed, want) {
 		t.Errorf("summaries ending task_closed %q, want %q", closed, want)
+	}
+}
+
+// TestSchemasAModelCannotCarryAreRefused: a go-sdk server lists a good
+// tool and tools whose schemas break a rule; those are refused with the
+// rule, the good one is stored, and the remote $ref is never fetched.
+func TestSchemasAModelCannotCarryAreRefused(t *testing.T) {
+	s := newStack(t)
+	var fetched atomic.Int64
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetched.Add(1)
+		_, _ = w.Write([]byte(`{"type":"object"}`))
+	}))
+	t.Cleanup(remote.Close)
+	server := sdk.NewServer(&sdk.Implementation{Name: "schemas", Version: "1"}, &sdk.ServerOptions{})
+	noop := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
+	for name, schema := range map[string]string{
+		"good":     `{"type":"object","properties":{"n":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
+		"remote":   `{"type":"object","properties":{"n":{"$ref":"` + remote.URL + `/n.json"}}}`,
+		"dangling": `{"type":"object","properties":{"n":{"$ref":"#/$defs/missing"}}}`,
+		"cyclic":   `{"type":"object","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"properties":{"n":{"$ref":"#/$defs/a"}}}`,
+	} {
+		server.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(schema)}, noop)
+	}
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, &sdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+
+	out, err := s.invoke(t, []byte(body(map[string]any{"catalog_id": "schemas", "server_url": srv.URL})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.(*Result)
+	reasons := map[string]string{}
+	for _, r := range res.Refused {
+		reasons[r.Name] = r.Reason
+	}
+	for name, rule := range map[string]string{"remote": "remote-ref", "dangling": "dangling-ref", "cyclic": "cyclic-ref"} {
+		if !strings.Contains(reasons[name], "input_schema: schema refused: "+rule) {
+			t.Errorf("%s refused for %q, want the %s rule", name, reasons[name], rule)
+		}
+	}
+	if res.ToolCount != 1 {
+		t.Errorf("tool_count %d, want 1 (good)", res.ToolCount)
+	}
+	if c, err := s.Store.Get(t.Context(), "schemas"); err != nil || len(c.Tools) != 1 || c.Tools[0].Name != "good" {
+		t.Errorf("stored %+v, %v; want only good", c, err)
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("the remote $ref was fetched %d times", n)
 	}
 }
