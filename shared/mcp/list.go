@@ -25,7 +25,7 @@ const maxRefusalName = 256
 // Refusal reasons. Each starts with a word naming the check.
 const (
 	reasonNullEntry = "null: the entry is null"
-	reasonName      = "name: not accepted as a tool name (1-64 of a-z A-Z 0-9 _ -)"
+	reasonName      = "name: not accepted as a tool name (1-128 of a-z A-Z 0-9 _ . -)"
 	reasonDuplicate = "duplicate: an earlier entry has this name"
 	reasonSchema    = `schema: input schema is not a JSON object with "type": "object"`
 	reasonMarshal   = "marshal: the entry does not re-marshal: "
@@ -243,14 +243,15 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	v.listing.Tools = append(v.listing.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 }
 
-// validToolName reports whether name is 1-64 bytes of a-z A-Z 0-9 _ -.
+// validToolName reports whether name is a tool name the MCP specification
+// admits: 1-128 bytes of a-z A-Z 0-9 _ . -.
 func validToolName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
+	if len(name) == 0 || len(name) > 128 {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return false
 		}
 	}
