@@ -68,8 +68,9 @@ const MaxDiscoveryBytes = 16 << 10
 
 // Tool is one accepted tool, in the shape the platform stores and hands the
 // model (Anthropic tool-definition field names, snake_case for the rest).
-// Title, OutputSchema, Annotations and Meta are optional; schemas and Meta
-// are compact JSON. ModelName is never set by this package: the catalog
+// Name is the server's, 1-128 of A-Za-z0-9_.- (the MCP rule). Title,
+// OutputSchema, Annotations and Meta are optional; schemas and Meta are
+// compact JSON. ModelName is never set by this package: the catalog
 // store gives each stored tool a model-safe name.
 type Tool struct {
 	Name         string          `json:"name"`

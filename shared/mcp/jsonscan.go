@@ -144,3 +144,22 @@ func (c *counted) UnmarshalJSON(b []byte) error {
 	c.raw, c.n = b, c.n+1
 	return nil
 }
+
+// members decodes a member into every raw value its key has, in order,
+// each aliasing the input.
+type members [][]byte
+
+// UnmarshalJSON keeps b, which segmentio slices from the input.
+func (m *members) UnmarshalJSON(b []byte) error {
+	*m = append(*m, b)
+	return nil
+}
+
+// last returns the value a map keeps (the last), or nil when the key is
+// absent.
+func (m members) last() []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	return m[len(m)-1]
+}

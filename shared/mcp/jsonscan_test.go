@@ -416,8 +416,10 @@ func TestToolFieldsThatCanFailToMarshal(t *testing.T) {
 }
 
 func TestValidToolNameMatchesTheRule(t *testing.T) {
-	rule := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	names := []string{"", "a", "A_b-9", strings.Repeat("x", 64), strings.Repeat("x", 65), "bad name", "é", "a\xff", "a.b", "a/b", "a\n", "\x00", "-", "_"}
+	rule := regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`) // the MCP specification's
+	names := []string{"", "a", "A_b-9", strings.Repeat("x", 64), strings.Repeat("x", 65),
+		strings.Repeat("x", 128), strings.Repeat("x", 129), // just inside, just outside
+		"bad name", "é", "a\xff", "a.b", ".", "..", "a.", "a/b", "a\n", "\x00", "-", "_", "a:b", "a,b"}
 	for c := 0; c < 256; c++ {
 		names = append(names, "a"+string(rune(c)), string([]byte{byte(c)}))
 	}

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,7 +24,7 @@ const maxRefusalName = 256
 // Refusal reasons. Each starts with a word naming the check.
 const (
 	reasonNullEntry = "null: the entry is null"
-	reasonName      = "name: not accepted as a tool name (1-64 of a-z A-Z 0-9 _ -)"
+	reasonName      = "name: not accepted as a tool name (1-128 of a-z A-Z 0-9 _ . -)"
 	reasonDuplicate = "duplicate: an earlier entry has this name"
 	reasonSchema    = `schema: input schema is not a JSON object with "type": "object"`
 	reasonMarshal   = "marshal: the entry does not re-marshal: "
@@ -135,8 +134,9 @@ func (c *Conn) page(cursor string) []byte {
 type validator struct {
 	listing  Listing
 	accepted map[string]bool
-	buf      []byte // the schema being encoded
-	arena    []byte // holds the accepted schemas
+	buf      []byte  // the schema being encoded
+	entry    rawTool // the raw entry being considered
+	arena    []byte  // holds the accepted schemas
 }
 
 func newValidator() *validator {
@@ -215,19 +215,24 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 		v.refuse(t.Name, reasonDuplicate)
 		return
 	}
+	var raw *rawTool // the entry as read, when it is t's
+	if entry != nil {
+		v.entry = rawTool{}
+		if decode(entry, &v.entry) && v.entry.hasName(t.Name) {
+			raw = &v.entry
+		}
+	}
 	decoded := t.InputSchema
-	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && entry != nil {
-		if e := readTool(entry); e.InputSchema.raw != nil && e.name() == t.Name {
-			raw := e.InputSchema.raw
-			if decodedCost(raw) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
-				v.refuse(t.Name, reasonCost)
-				return
-			}
-			decoded = nil
-			if err := json.Unmarshal(raw, &decoded); err != nil {
-				v.refuse(t.Name, reasonMarshal+err.Error())
-				return
-			}
+	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && raw != nil && raw.InputSchema.raw != nil {
+		schema := raw.InputSchema.raw
+		if decodedCost(schema) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
+			v.refuse(t.Name, reasonCost)
+			return
+		}
+		decoded = nil
+		if err := json.Unmarshal(schema, &decoded); err != nil {
+			v.refuse(t.Name, reasonMarshal+err.Error())
+			return
 		}
 	}
 	schema, err := v.remarshalSchema(t, decoded)
@@ -239,18 +244,24 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 		v.refuse(t.Name, reasonSchema)
 		return
 	}
+	tool := Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
+	if reason := v.fill(&tool, t, raw); reason != "" {
+		v.refuse(t.Name, reason)
+		return
+	}
 	v.accepted[t.Name] = true
-	v.listing.Tools = append(v.listing.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	v.listing.Tools = append(v.listing.Tools, tool)
 }
 
-// validToolName reports whether name is 1-64 bytes of a-z A-Z 0-9 _ -.
+// validToolName reports whether name is a tool name the MCP specification
+// admits: 1-128 bytes of a-z A-Z 0-9 _ . -.
 func validToolName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
+	if len(name) == 0 || len(name) > 128 {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return false
 		}
 	}
@@ -363,8 +374,12 @@ func rawEntries(raw []byte) ([]json.RawMessage, bool) {
 
 // rawTool is what is read of a raw tools/list entry.
 type rawTool struct {
-	Name        json.RawMessage `json:"name"`
-	InputSchema counted         `json:"inputSchema"`
+	Name         json.RawMessage `json:"name"`
+	Title        members         `json:"title"`
+	InputSchema  counted         `json:"inputSchema"`
+	OutputSchema counted         `json:"outputSchema"`
+	Annotations  members         `json:"annotations"`
+	Meta         members         `json:"_meta"`
 }
 
 // readTool reads entry, an element rawEntries returned, or returns the
@@ -383,6 +398,14 @@ func (t rawTool) name() string {
 	return s
 }
 
+// hasName reports whether the entry's "name" is the string name.
+func (t *rawTool) hasName(name string) bool {
+	if n := t.Name; validToolName(name) && len(n) == len(name)+2 && n[0] == '"' && string(n[1:len(n)-1]) == name {
+		return true // a literal of characters that are never escaped
+	}
+	return t.name() == name
+}
+
 // rawName returns an entry's "name" string, or "".
 func rawName(entry []byte) string { return readTool(entry).name() }
 
@@ -391,37 +414,37 @@ func rawName(entry []byte) string { return readTool(entry).name() }
 const standIn = "{}"
 
 // slimToolsList returns msg, a JSON-RPC message whose result is the
-// tools/list result page (a subslice of msg), with the input schema of
-// each entry replaced by standIn wherever the SDK has no use for it: one
-// that cannot hold an x-mcp-header annotation, the only thing go-sdk
-// v1.8.0 reads from a listed schema (filterValidTools, lookupTool). The SDK
-// would decode every schema into maps costing several times its bytes and
-// re-marshal it once more; the validator decodes each from page instead,
-// one at a time. msg is returned as it is when nothing is replaced.
+// tools/list result page (a subslice of msg), with the replacements of
+// each entry (rawTool.replacements) made. An input schema the SDK has no
+// use for, one that cannot hold an x-mcp-header annotation (the only thing
+// go-sdk v1.8.0 reads from a listed schema: filterValidTools, lookupTool),
+// becomes standIn: the SDK would decode every schema into maps costing
+// several times its bytes and re-marshal it once more; the validator
+// decodes each from page instead, one at a time. msg is returned as it is
+// when nothing is replaced.
 func slimToolsList(msg, page []byte) []byte {
 	entries, ok := rawEntries(page)
 	if !ok {
 		return msg
 	}
 	var out []byte
+	var spans []replacement
 	done := 0 // msg[:done] is in out
 	for _, e := range entries {
-		in := readTool(e).InputSchema
-		schema := in.raw
-		if in.n != 1 || len(schema) <= len(standIn) ||
-			bytes.Contains(schema, []byte("x-mcp-header")) || bytes.Contains(schema, []byte(`\u`)) {
-			continue
+		spans = readTool(e).replacements(spans[:0])
+		slices.SortFunc(spans, func(a, b replacement) int { return cap(b.value) - cap(a.value) }) // by position
+		for _, r := range spans {
+			at := cap(msg) - cap(r.value)
+			if at < done || at+len(r.value) > len(msg) || &msg[at] != &r.value[0] {
+				return msg
+			}
+			if out == nil {
+				out = make([]byte, 0, len(msg)/2)
+			}
+			out = append(out, msg[done:at]...)
+			out = append(out, r.with...)
+			done = at + len(r.value)
 		}
-		at := cap(msg) - cap(schema)
-		if at < done || at+len(schema) > len(msg) || &msg[at] != &schema[0] {
-			return msg
-		}
-		if out == nil {
-			out = make([]byte, 0, len(msg)/2)
-		}
-		out = append(out, msg[done:at]...)
-		out = append(out, standIn...)
-		done = at + len(schema)
 	}
 	if out == nil {
 		return msg

@@ -26,7 +26,7 @@ func listFrom(t *testing.T, s *scripted) (Listing, *Conn, error) {
 }
 
 func TestListToolsRefusesEachHostileEntry(t *testing.T) {
-	long := strings.Repeat("n", 65)
+	long := strings.Repeat("n", 129) // one past the MCP specification's 128
 	s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
 		rawResult(w, id, `{"tools":[
 			{"name":"ok","description":"fine","inputSchema":{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"integer"}}}},

@@ -2,8 +2,11 @@
 // tests and local runs of code that speaks to MCP servers.
 //
 // Tools: echo, add, fail, image, audio, slow, link, resource, pdf and
-// everything (one block of every content type). A [Server] counts HTTP
-// requests, the JSON-RPC methods it was sent, and tool executions.
+// everything (one block of every content type). echo has a title; add has
+// a title, an output schema, annotations (read-only, idempotent, closed
+// world, titled) and _meta; fail is annotated as not destructive. A
+// [Server] counts HTTP requests, the JSON-RPC methods it was sent, and
+// tool executions.
 package mcptest
 
 import (
@@ -269,10 +272,12 @@ func text(s string) *mcp.CallToolResult {
 
 const noArgs = `{"type":"object","properties":{}}`
 
+var no = false
+
 func tools() []fixtureTool {
 	return []fixtureTool{
 		{
-			tool: &mcp.Tool{Name: "echo", Description: "Returns its text argument unchanged.",
+			tool: &mcp.Tool{Name: "echo", Title: "Echo", Description: "Returns its text argument unchanged.",
 				InputSchema: schema(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
 			run: func(_ context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
 				var args struct {
@@ -285,8 +290,11 @@ func tools() []fixtureTool {
 			},
 		},
 		{
-			tool: &mcp.Tool{Name: "add", Description: "Adds two numbers; returns the sum as text and as structuredContent {\"sum\": n}.",
-				InputSchema: schema(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)},
+			tool: &mcp.Tool{Name: "add", Title: "Add", Description: "Adds two numbers; returns the sum as text and as structuredContent {\"sum\": n}.",
+				InputSchema:  schema(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+				OutputSchema: schema(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`),
+				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no, Title: "Add two numbers"},
+				Meta:         mcp.Meta{"io.mcpfn.mcptest/kind": "arithmetic"}},
 			run: func(_ context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
 				var args struct{ A, B float64 }
 				if err := json.Unmarshal(raw, &args); err != nil {
@@ -300,7 +308,7 @@ func tools() []fixtureTool {
 		},
 		{
 			tool: &mcp.Tool{Name: "fail", Description: "Always fails as a tool (isError: true).",
-				InputSchema: schema(noArgs)},
+				InputSchema: schema(noArgs), Annotations: &mcp.ToolAnnotations{DestructiveHint: &no}},
 			run: func(context.Context, json.RawMessage) (*mcp.CallToolResult, error) {
 				res := text("the tool failed on purpose")
 				res.IsError = true
