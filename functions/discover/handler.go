@@ -138,10 +138,13 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if err != nil {
 		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not list the MCP server's tools")
 	}
+	if listing, err = checkSchemas(octx, listing); err != nil {
+		return nil, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+	}
 	cancel()
 
 	put, err := h.Store.Put(ctx, req.CatalogID, catalog.Discovery{
-		Listing:         checkSchemas(listing),
+		Listing:         listing,
 		ProtocolVersion: stats.ProtocolVersion,
 		ServerName:      stats.ServerName,
 		ServerVersion:   stats.ServerVersion,
@@ -181,9 +184,14 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 
 // checkSchemas moves each tool whose input or output schema a model
 // request could not carry (schema.Check) to the refusals, with the rule.
-func checkSchemas(l mcp.Listing) mcp.Listing {
+// It stops with ctx's error when ctx ends first: a listing of schemas
+// built to be slow to check must not eat the reserve meant for the store.
+func checkSchemas(ctx context.Context, l mcp.Listing) (mcp.Listing, error) {
 	kept := l.Tools[:0:0]
 	for _, t := range l.Tools {
+		if err := ctx.Err(); err != nil {
+			return mcp.Listing{}, err
+		}
 		err := schema.Check(t.InputSchema)
 		if err == nil && len(t.OutputSchema) > 0 {
 			if err = schema.Check(t.OutputSchema); err != nil {
@@ -199,7 +207,7 @@ func checkSchemas(l mcp.Listing) mcp.Listing {
 		kept = append(kept, t)
 	}
 	l.Tools = kept
-	return l
+	return l, nil
 }
 
 // recordFailure records err on the catalog. A failure to record is logged:

@@ -169,3 +169,22 @@ func TestRefusalsQuotingTheTokenAreScrubbed(t *testing.T) {
 		t.Errorf("result %s: want the token scrubbed", got.Result)
 	}
 }
+
+// TestCheckSchemasStopsWithItsContext: checking stops when the operation's
+// context ends, so a listing built to be slow to check fails the work item
+// instead of eating the reserve; nothing is half-judged.
+func TestCheckSchemasStopsWithItsContext(t *testing.T) {
+	l := mcp.Listing{Tools: []mcp.Tool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := checkSchemas(ctx, l); !errors.Is(err, context.Canceled) {
+		t.Errorf("checkSchemas on an ended context = %v, want context.Canceled", err)
+	}
+	got, err := checkSchemas(t.Context(), mcp.Listing{Tools: []mcp.Tool{
+		{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "bad", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"type":"object","$ref":"#/nowhere"}`)},
+	}})
+	if err != nil || len(got.Tools) != 1 || got.Tools[0].Name != "ok" || len(got.Refused) != 1 || !strings.HasPrefix(got.Refused[0].Reason, "output_schema: schema refused: dangling-ref") {
+		t.Errorf("checkSchemas = %+v, %v; want ok kept and bad refused for its output schema", got, err)
+	}
+}
