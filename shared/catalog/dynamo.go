@@ -179,8 +179,8 @@ func (h *head) expired(now time.Time) bool {
 // makes it current, so readers see the old version or the new one, never a
 // mix. Of racing Puts the later-started wins; the loser reports Superseded.
 // On any failure the last good version stays current (docs/catalog.md).
-// Model names are assigned against the version the head names when Put
-// reads it.
+// Model names are assigned, and the diff taken, against the version the
+// head names when Put reads it; the flip records the diff with the version.
 func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
 	if err := ValidateID(id); err != nil {
 		return PutResult{}, err
