@@ -50,17 +50,38 @@ type Discovery struct {
 //   - ToolCount and Refused describe this discovery's listing: refusals from
 //     the listing plus tools the store refused (too large even compressed,
 //     duplicate names, no model name free).
+//   - Changes: the new version against the one it replaced (every tool
+//     added when it replaced none); nil when Unchanged or Superseded.
 type PutResult struct {
 	Version    string
 	Unchanged  bool
 	Superseded bool
 	ToolCount  int
 	Refused    []mcp.Refusal
+	Changes    *Changes
+}
+
+// MaxChangeBytes bounds the names a Changes lists: each name counts its
+// length plus 8 bytes, over the three lists together.
+const MaxChangeBytes = 64 << 10
+
+// Changes is a version's diff against the version it replaced, by tool
+// name. A tool is Changed when its content hash differs: any stored field
+// but the model name, which the store assigns. Each list is sorted and
+// never nil; when the names pass MaxChangeBytes, each list keeps a sorted
+// prefix, filled a name from each list in turn. The counts are always
+// complete.
+type Changes struct {
+	Added, Removed, Changed                []string
+	AddedCount, RemovedCount, ChangedCount int
 }
 
 // Catalog is the stored state of one id. Version is empty when only a
 // failure has been recorded. Tools and Refused keep the listing's order;
-// every tool has its ModelName, distinct within the catalog.
+// every tool has its ModelName, distinct within the catalog. Changes is
+// the current version's diff against the one it replaced, and ChangedAt
+// that version's DiscoveredAt; nil and zero for versions stored before
+// diffs were kept.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -73,6 +94,8 @@ type Catalog struct {
 	ContentHash     string
 	DiscoveredAt    time.Time
 	CheckedAt       time.Time
+	Changes         *Changes
+	ChangedAt       time.Time
 	LastFailure     *Failure
 }
 

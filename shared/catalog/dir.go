@@ -60,6 +60,10 @@ type dirHead struct {
 	ToolCount       int       `json:"tool_count"`
 	RefusedCount    int       `json:"refused_count"`
 	Names           []string  `json:"names,omitempty"` // sorted
+	// Hashes holds each of Names' tool hash (toolHash, hex), in its order;
+	// absent in versions stored before diffs, as is Changes.
+	Hashes  []string    `json:"hashes,omitempty"`
+	Changes *dirChanges `json:"changes,omitempty"`
 	// Models maps every model name that is not its tool's name to the name.
 	Models      map[string]string `json:"models,omitempty"`
 	LastFailure *dirFailure       `json:"last_failure,omitempty"`
@@ -79,6 +83,43 @@ func (h dirHead) prior() prior {
 		models[n] = m
 	}
 	return priorOf(models)
+}
+
+type dirChanges struct {
+	Added        []string `json:"added"`
+	Removed      []string `json:"removed"`
+	Changed      []string `json:"changed"`
+	AddedCount   int      `json:"added_count"`
+	RemovedCount int      `json:"removed_count"`
+	ChangedCount int      `json:"changed_count"`
+}
+
+// diff is p's diff against h's version: from h's hashes, or for a version
+// stored before them, from its file.
+func (h dirHead) diff(dir string, p prepared) (*Changes, error) {
+	if h.Version == "" {
+		return allAdded(p), nil
+	}
+	d := newDiffer(p)
+	if h.Changes != nil && len(h.Hashes) == len(h.Names) {
+		for i, name := range h.Names {
+			var th [toolHashLen]byte
+			if n, err := hex.Decode(th[:], []byte(h.Hashes[i])); err != nil || n != toolHashLen {
+				return nil, fmt.Errorf("catalog: %s: malformed tool hash %q", dir, h.Hashes[i])
+			}
+			_ = d.old(sha256.Sum256([]byte(name)), th, func() (string, error) { return name, nil })
+		}
+		return d.changes(), nil
+	}
+	var v dirVersion
+	if err := readJSON(filepath.Join(dir, h.Version+versionExt), &v); err != nil {
+		return nil, err
+	}
+	for _, dt := range v.Tools {
+		t := dt.tool()
+		_ = d.old(sha256.Sum256([]byte(t.Name)), toolHash(t), func() (string, error) { return t.Name, nil })
+	}
+	return d.changes(), nil
 }
 
 type dirFailure struct {
@@ -177,10 +218,22 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 		res.Version, res.Unchanged = h.Version, true
 		return res, nil
 	}
-	h.Names = make([]string, len(p.entries))
+	ch, err := h.diff(dir, p)
+	if err != nil {
+		return PutResult{}, err
+	}
+	h.Changes = &dirChanges{ch.Added, ch.Removed, ch.Changed, ch.AddedCount, ch.RemovedCount, ch.ChangedCount}
+	order := make([]int, len(p.entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.entries[a].tool.Name, p.entries[b].tool.Name) })
+	h.Names, h.Hashes = make([]string, len(p.entries)), make([]string, len(p.entries))
+	for i, j := range order {
+		h.Names[i], h.Hashes[i] = p.entries[j].tool.Name, hex.EncodeToString(p.entries[j].toolHash[:])
+	}
 	h.Models = nil
-	for i, e := range p.entries {
-		h.Names[i] = e.tool.Name
+	for _, e := range p.entries {
 		if e.tool.ModelName != e.tool.Name {
 			if h.Models == nil {
 				h.Models = map[string]string{}
@@ -188,7 +241,6 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 			h.Models[e.tool.ModelName] = e.tool.Name
 		}
 	}
-	slices.Sort(h.Names)
 	if err := writeFile(dir, p.key+versionExt, func(w io.Writer) error { return encodeVersion(w, p) }); err != nil {
 		return PutResult{}, err
 	}
@@ -198,8 +250,15 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 		return PutResult{}, err
 	}
 	s.sweep(dir, p.key)
-	res.Version = p.key
+	res.Version, res.Changes = p.key, ch
 	return res, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // sweep deletes every version file but keep's: superseded ones and any a
@@ -237,6 +296,11 @@ func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
 		}
 		if f := h.LastFailure; f != nil {
 			c.LastFailure = &Failure{ErrorType: f.ErrorType, Message: f.Message, At: f.At}
+		}
+		if ch := h.Changes; ch != nil {
+			c.Changes = &Changes{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed), Changed: nonNil(ch.Changed),
+				AddedCount: ch.AddedCount, RemovedCount: ch.RemovedCount, ChangedCount: ch.ChangedCount}
+			c.ChangedAt = h.DiscoveredAt
 		}
 		if h.Version == "" {
 			return c, nil

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -63,6 +64,8 @@ const (
 	attrAnnotations  = "annotations"
 	attrMeta         = "meta"
 	attrModelName    = "model_name"
+	attrToolHash     = "tool_hash"
+	attrChanges      = "changes"
 
 	attrModelExceptions = "model_name_exceptions"
 	attrModelsInItems   = "model_names_in_items"
@@ -163,6 +166,7 @@ type head struct {
 	nameIndexStored bool
 	exceptions      []byte // model_name_exceptions
 	modelsInItems   bool
+	changes         []byte // encodeChanges; nil for versions stored before diffs
 	failure         *Failure
 }
 
@@ -175,8 +179,8 @@ func (h *head) expired(now time.Time) bool {
 // makes it current, so readers see the old version or the new one, never a
 // mix. Of racing Puts the later-started wins; the loser reports Superseded.
 // On any failure the last good version stays current (docs/catalog.md).
-// Model names are assigned against the version the head names when Put
-// reads it.
+// Model names are assigned, and the diff taken, against the version the
+// head names when Put reads it; the flip records the diff with the version.
 func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
 	if err := ValidateID(id); err != nil {
 		return PutResult{}, err
@@ -201,6 +205,10 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	expires := now.Add(s.retention).Unix()
 	shards := shardCount(id, p)
 	written := false
+	var (
+		rep *replaced // h's version as read for the diff, to delete after the flip
+		ch  *Changes  // the diff the last flip recorded
+	)
 	for range maxRounds {
 		old := h
 		switch {
@@ -220,19 +228,31 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 				return res, nil
 			}
 		default:
+			if h.version == "" || h.expired(now) {
+				rep, ch = nil, allAdded(p)
+			} else if rep == nil || rep.version != h.version {
+				r, ok, err := s.readReplaced(ctx, id, h, p)
+				if err != nil {
+					return PutResult{}, err
+				}
+				if !ok {
+					break // h's version is being deleted: read the head again
+				}
+				rep, ch = r, r.changes
+			}
 			if !written {
 				if err := s.writeVersion(ctx, id, p.key, shards, p, expires); err != nil {
 					return PutResult{}, err
 				}
 				written = true
 			}
-			ok, err := s.flip(ctx, id, h, p, shards, expires)
+			ok, err := s.flip(ctx, id, h, p, shards, expires, ch)
 			if err != nil {
 				return PutResult{}, err
 			}
 			if ok {
-				s.dropVersion(ctx, id, old.version, old.shards)
-				res.Version = p.key
+				s.retire(ctx, id, old, rep)
+				res.Version, res.Changes = p.key, ch
 				return res, nil
 			}
 		}
@@ -240,8 +260,8 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 			return PutResult{}, err
 		}
 		if written && h.version == p.key { // our flip landed; its answer was lost
-			s.dropVersion(ctx, id, old.version, old.shards)
-			res.Version = p.key
+			s.retire(ctx, id, old, rep)
+			res.Version, res.Changes = p.key, ch
 			return res, nil
 		}
 	}
@@ -308,6 +328,115 @@ func shardCount(id string, p prepared) int {
 	return min(max(1, (total+shardBytes-1)/shardBytes), maxShards)
 }
 
+// replaced is the version a Put replaces, as read before its flip: the
+// new version's diff against it and its items' keys, so that deleting it
+// lists nothing again.
+type replaced struct {
+	version  string
+	shards   int
+	changes  *Changes
+	tools    [][sha256.Size]byte // name hashes: the tool items' keys
+	refusals []int               // seqs: the refusal items' keys
+}
+
+// readReplaced reads h's version (one Query page per shard, as its
+// deletion does) and diffs p against it. A tool item carries its
+// tool_hash; one stored before diffs is read whole and hashed. ok is false
+// when the items are fewer than the head counts: the version is being
+// deleted.
+func (s *Dynamo) readReplaced(ctx context.Context, id string, h head, p prepared) (*replaced, bool, error) {
+	r := &replaced{version: h.version, shards: h.shards}
+	d := newDiffer(p)
+	var attrs []string // every attribute: the old layout is hashed from its fields
+	if h.changes != nil {
+		attrs = []string{PartitionKey, SortKey, attrName, attrToolHash, attrZipped}
+	}
+	for shard := range h.shards {
+		err := s.queryAttrs(ctx, versionPK(id, h.version, shard), attrs, func(item map[string]types.AttributeValue) error {
+			sk := stringAttr(item, SortKey)
+			switch {
+			case strings.HasPrefix(sk, "r#"):
+				seq, err := strconv.Atoi(sk[2:])
+				if err != nil {
+					return fmt.Errorf("catalog: %q version %s item %s: %w", id, h.version, sk, err)
+				}
+				r.refusals = append(r.refusals, seq)
+			case strings.HasPrefix(sk, "t#"):
+				var nh [sha256.Size]byte
+				if n, err := hex.Decode(nh[:], []byte(sk[2:])); err != nil || n != sha256.Size || len(sk) != toolSortKeyLen {
+					return fmt.Errorf("catalog: %q version %s: malformed tool key %s", id, h.version, sk)
+				}
+				r.tools = append(r.tools, nh)
+				var th [toolHashLen]byte
+				if b := binaryAttr(item, attrToolHash); len(b) == toolHashLen {
+					copy(th[:], b)
+				} else {
+					t, err := decodeToolFields(item)
+					if err != nil {
+						return fmt.Errorf("catalog: %q version %s item %s: %w", id, h.version, sk, err)
+					}
+					th = toolHash(t)
+				}
+				return d.old(nh, th, func() (string, error) {
+					if n, ok := item[attrName].(*types.AttributeValueMemberS); ok {
+						return n.Value, nil
+					}
+					t, err := decodeToolFields(item)
+					return t.Name, err
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if len(r.tools) != h.toolCount || len(r.refusals) != h.refusedCount {
+		return nil, false, nil
+	}
+	r.changes = d.changes()
+	return r, true, nil
+}
+
+// retire deletes old, the version a flip replaced, best effort: from the
+// keys rep read when it is old's, else by listing its items.
+func (s *Dynamo) retire(ctx context.Context, id string, old head, rep *replaced) {
+	if rep != nil && rep.version == old.version {
+		_ = s.deleteReplaced(ctx, id, rep)
+		return
+	}
+	s.dropVersion(ctx, id, old.version, old.shards)
+}
+
+// deleteReplaced deletes r's items from the keys read, then its marker.
+func (s *Dynamo) deleteReplaced(ctx context.Context, id string, r *replaced) error {
+	const chunk = workers * MaxBatchItems
+	reqs := make([]types.WriteRequest, 0, chunk)
+	del := func(pk, sk string) error {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: itemKey(pk, sk)}})
+		if len(reqs) < chunk {
+			return nil
+		}
+		err := s.batchWrite(ctx, reqs)
+		reqs = reqs[:0]
+		return err
+	}
+	for _, nh := range r.tools {
+		if err := del(versionPK(id, r.version, toolShard(nh[:], r.shards)), toolSortKey(nh[:])); err != nil {
+			return err
+		}
+	}
+	for _, seq := range r.refusals {
+		if err := del(versionPK(id, r.version, seq%r.shards), refusalSortKey(seq)); err != nil {
+			return err
+		}
+	}
+	if err := s.batchWrite(ctx, reqs); err != nil {
+		return err
+	}
+	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(r.version))}}})
+}
+
 // dropVersion deletes a superseded version, best effort: what an
 // interruption leaves, TTL removes.
 func (s *Dynamo) dropVersion(ctx context.Context, id, version string, shards int) {
@@ -340,9 +469,10 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
 }
 
-// flip points the head at p's version if no later discovery is recorded
-// and the head still holds the version Put read.
-func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards int, expires int64) (bool, error) {
+// flip points the head at p's version, with ch, its diff against h's, if
+// no later discovery is recorded and the head still holds the version Put
+// read.
+func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards int, expires int64, ch *Changes) (bool, error) {
 	var e expr
 	t := formatTime(p.started)
 	set := []string{
@@ -358,6 +488,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards
 		e.n(attrRefusedCount) + " = " + e.num("rc", int64(len(p.refused))),
 		e.n(attrToolsExpire) + " = " + e.num("exp", expires),
 		e.n(attrShards) + " = " + e.num("shards", int64(shards)),
+		e.n(attrChanges) + " = " + e.b("ch", encodeChanges(ch)),
 	}
 	var remove []string
 	if len(p.entries) <= s.nameIndexMax {
@@ -423,6 +554,7 @@ func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards in
 			item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
 			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
 			item[TTLAttribute] = exp
+			item[attrToolHash] = &types.AttributeValueMemberB{Value: e.toolHash[:]}
 			if e.tool.ModelName != e.tool.Name {
 				item[attrModelName] = &types.AttributeValueMemberS{Value: e.tool.ModelName}
 			}
@@ -514,6 +646,12 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 		}
 		if h.expired(s.now()) {
 			return nil, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
+		}
+		if h.changes != nil {
+			if c.Changes, err = decodeChanges(h.changes); err != nil {
+				return nil, fmt.Errorf("catalog: %q version %s: %w", id, h.version, err)
+			}
+			c.ChangedAt = h.discoveredAt
 		}
 		tools, refused, err := s.readVersion(ctx, id, h.version, h.shards)
 		if err != nil {
@@ -728,6 +866,7 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 		h.nameIndex, h.nameIndexStored = b.Value, true
 	}
 	h.exceptions = binaryAttr(item, attrModelExceptions)
+	h.changes = binaryAttr(item, attrChanges)
 	if b, ok := item[attrModelsInItems].(*types.AttributeValueMemberBOOL); ok {
 		h.modelsInItems = b.Value
 	}
@@ -776,12 +915,25 @@ func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.A
 // query calls fn for every item under partition key pk, in sort-key
 // order, reading consistently; keysOnly projects the keys.
 func (s *Dynamo) query(ctx context.Context, pk string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
+	var attrs []string
+	if keysOnly {
+		attrs = []string{PartitionKey, SortKey}
+	}
+	return s.queryAttrs(ctx, pk, attrs, fn)
+}
+
+// queryAttrs is query projecting attrs; nil is every attribute.
+func (s *Dynamo) queryAttrs(ctx context.Context, pk string, attrs []string, fn func(map[string]types.AttributeValue) error) error {
 	var e expr
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk)),
 	}
-	if keysOnly {
-		in.ProjectionExpression = aws.String(e.n(PartitionKey) + ", " + e.n(SortKey))
+	if attrs != nil {
+		names := make([]string, len(attrs))
+		for i, a := range attrs {
+			names[i] = e.n(a)
+		}
+		in.ProjectionExpression = aws.String(strings.Join(names, ", "))
 	}
 	return s.runQuery(ctx, in, e, fn)
 }

@@ -210,7 +210,15 @@ func TestDynamoReadsTheOldLayout(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"GetItem": 1, "UpdateItem": 1}, c.take()); diff != "" {
 		t.Errorf("unchanged put over the old layout: requests (-want +got):\n%s", diff)
 	}
-	assertReplacesOld(t, s)
+	c.take()
+	assertReplacesOld(t, s, func() {
+		// Head, the old version's one shard read whole (no tool hashes), the 4
+		// new items, flip, the 3 old items deleted, then their marker.
+		if diff := cmp.Diff(map[string]int{"GetItem": 1, "Query": 1, "BatchWriteItem": 3, "UpdateItem": 1}, c.take()); diff != "" {
+			t.Errorf("replacing the old layout: requests (-want +got):\n%s", diff)
+		}
+	})
+	catalogtest.AssertOnlyVersion(t, s, "old", catalogtest.MustGet(t, s, "old").Version)
 }
 
 // TestDirReadsTheOldLayout writes a catalog's files as stored before
@@ -241,13 +249,16 @@ func TestDirReadsTheOldLayout(t *testing.T) {
 	if res := catalogtest.MustPut(t, s, "old", catalogtest.Discover(oldListing, time.Minute)); !res.Unchanged || res.Version != oldVersion {
 		t.Errorf("same listing over the old layout = %+v, want unchanged %s", res, oldVersion)
 	}
-	assertReplacesOld(t, s)
+	assertReplacesOld(t, s, func() {})
 }
 
 func assertOldCatalog(t *testing.T, s catalog.Store) {
 	t.Helper()
 	c := catalogtest.MustGet(t, s, "old")
 	catalogtest.AssertContent(t, c, oldListing)
+	if c.Changes != nil || !c.ChangedAt.IsZero() {
+		t.Errorf("old catalog: changes %+v at %s, want none", c.Changes, c.ChangedAt)
+	}
 	if diff := cmp.Diff(map[string]string{"search": "search", "get_user": "get_user"}, catalogtest.ModelNames(c.Tools)); diff != "" {
 		t.Errorf("model names of an old catalog (-want +got):\n%s", diff)
 	}
@@ -261,14 +272,19 @@ func assertOldCatalog(t *testing.T, s catalog.Store) {
 }
 
 // assertReplacesOld replaces the old catalog with one that adds a tool
-// with every field and a dotted name.
-func assertReplacesOld(t *testing.T, s catalog.Store) {
+// with every field and a dotted name and changes search: the diff is
+// computed from the old items' fields, which carry no tool hash.
+// afterPut runs right after the replacing Put.
+func assertReplacesOld(t *testing.T, s catalog.Store, afterPut func()) {
 	t.Helper()
 	l := mcp.Listing{Tools: append(slices.Clone(oldListing.Tools), catalogtest.FullTool("new.tool", "n")), Refused: oldListing.Refused}
+	l.Tools[0].Description = "finds more"
 	res := catalogtest.MustPut(t, s, "old", catalogtest.Discover(l, 2*time.Minute))
+	afterPut()
 	if res.Unchanged {
 		t.Fatalf("new listing over the old layout = %+v, want a new version", res)
 	}
+	catalogtest.AssertChanges(t, s, "old", res, catalogtest.ChangesOf([]string{"new.tool"}, nil, []string{"search"}), catalogtest.T0.Add(2*time.Minute))
 	c := catalogtest.MustGet(t, s, "old")
 	catalogtest.AssertContent(t, c, l)
 	if got := catalogtest.ModelNames(c.Tools); got["search"] != "search" || got["new.tool"] != catalogtest.MappedName("new.tool", 12) {

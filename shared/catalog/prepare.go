@@ -51,7 +51,9 @@ type entry struct {
 	seq    int
 	hash   [sha256.Size]byte // of the name: the item key and the name index
 	zipped []byte            // non-nil: stored compressed (encodeTool, gzip)
-	size   int               // of its item, in DynamoDB's accounting
+	// toolHash is the tool's content hash (toolHash), stored on its item.
+	toolHash [toolHashLen]byte
+	size     int // of its item, in DynamoDB's accounting
 }
 
 // prepared is a discovery in the form both stores write.
@@ -85,7 +87,7 @@ func prepare(id string, d Discovery) prepared {
 			continue
 		}
 		seen[t.Name] = true
-		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name))}
+		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name)), toolHash: toolHash(t)}
 		plain := plainItemSize(id, t)
 		e.size = plain
 		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) || !utf8.ValidString(t.Title) {
@@ -130,6 +132,9 @@ func baseItemSize(id string) int {
 		len(attrSeq) + numberBytes + len(TTLAttribute) + numberBytes + itemOverhead
 }
 
+// toolHashBytes is what a tool item's tool_hash attribute adds.
+const toolHashBytes = len(attrToolHash) + toolHashLen
+
 func refusalItemSize(id string, r mcp.Refusal) int {
 	return baseItemSize(id) + len(attrName) + len(r.Name) + len(attrReason) + len(r.Reason)
 }
@@ -142,11 +147,11 @@ func plainItemSize(id string, t mcp.Tool) int {
 	return baseItemSize(id) + len(attrName) + len(t.Name) + len(attrDescription) + len(t.Description) +
 		len(attrSchema) + len(t.InputSchema) + len(attrTitle) + len(t.Title) +
 		len(attrOutputSchema) + len(t.OutputSchema) + len(attrAnnotations) + len(encodeAnnotations(t.Annotations)) +
-		len(attrMeta) + len(t.Meta) + modelNameBytes
+		len(attrMeta) + len(t.Meta) + modelNameBytes + toolHashBytes
 }
 
 func zippedItemSize(id string, n int) int {
-	return baseItemSize(id) + len(attrZipped) + n + modelNameBytes
+	return baseItemSize(id) + len(attrZipped) + n + modelNameBytes + toolHashBytes
 }
 
 // hasNewFields reports whether t has a field a tool item gained with

@@ -85,6 +85,9 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ModelNames", testModelNames},
 		{"ModelNamesStable", testModelNamesStable},
 		{"ModelNamesExhausted", testModelNamesExhausted},
+		{"Changes", testChanges},
+		{"ChangesRace", testChangesRace},
+		{"ChangesBound", testChangesBound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +213,8 @@ func testRoundTrip(t *testing.T, s Store) {
 	if res.Version == "" || res.Unchanged || res.Superseded {
 		t.Fatalf("Put = %+v, want a new version", res)
 	}
-	if diff := cmp.Diff(catalog.PutResult{Version: res.Version, ToolCount: 3, Refused: l.Refused}, res); diff != "" {
+	added := &catalog.Changes{Added: []string{"tool-0", "tool-1", "tool-2"}, Removed: []string{}, Changed: []string{}, AddedCount: 3}
+	if diff := cmp.Diff(catalog.PutResult{Version: res.Version, ToolCount: 3, Refused: l.Refused, Changes: added}, res); diff != "" {
 		t.Errorf("PutResult (-want +got):\n%s", diff)
 	}
 	c := MustGet(t, s, "rt")
@@ -218,6 +222,7 @@ func testRoundTrip(t *testing.T, s Store) {
 	want := catalog.Catalog{
 		ID: "rt", Version: res.Version, ProtocolVersion: "2025-11-25",
 		ServerName: "fixture", ServerVersion: "1.0.0", DiscoveredAt: T0, CheckedAt: T0,
+		Changes: added, ChangedAt: T0,
 	}
 	got := *c
 	got.Tools, got.Refused, got.ContentHash = nil, nil, ""

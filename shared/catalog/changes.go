@@ -1,0 +1,184 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+)
+
+// toolHashLen is the bytes of a tool's content hash: the first 8 bytes of
+// SHA-256 of its stored fields.
+const toolHashLen = 8
+
+// changeNameCost is what one listed name counts against MaxChangeBytes
+// beyond its length: JSON quotes and comma, or the stored framing.
+const changeNameCost = 8
+
+// toolHash is t's content hash: every stored field (name, description,
+// input schema, title, output schema, annotations, meta), each framed by
+// its length. The model name is not in it.
+func toolHash(t mcp.Tool) [toolHashLen]byte {
+	h := sha256.New()
+	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema,
+		[]byte(t.Title), t.OutputSchema, encodeAnnotations(t.Annotations), t.Meta} {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(f))))
+		h.Write(f)
+	}
+	var sum [toolHashLen]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// differ diffs p's entries against a replaced version whose tools are
+// fed to old one at a time.
+type differ struct {
+	entries map[[sha256.Size]byte]int // name hash → index into p.entries
+	hashes  [][toolHashLen]byte
+	seen    []bool
+	removed []string
+	changed []string
+	names   func(i int) string
+}
+
+func newDiffer(p prepared) *differ {
+	d := &differ{
+		entries: make(map[[sha256.Size]byte]int, len(p.entries)),
+		hashes:  make([][toolHashLen]byte, len(p.entries)),
+		seen:    make([]bool, len(p.entries)),
+		names:   func(i int) string { return p.entries[i].tool.Name },
+	}
+	for i, e := range p.entries {
+		d.entries[e.hash] = i
+		d.hashes[i] = e.toolHash
+	}
+	return d
+}
+
+// old records one tool of the replaced version: its name hash, content
+// hash and name; name is called only for a removed tool.
+func (d *differ) old(nameHash [sha256.Size]byte, hash [toolHashLen]byte, name func() (string, error)) error {
+	i, ok := d.entries[nameHash]
+	if !ok {
+		n, err := name()
+		if err != nil {
+			return err
+		}
+		d.removed = append(d.removed, n)
+		return nil
+	}
+	d.seen[i] = true
+	if d.hashes[i] != hash {
+		d.changed = append(d.changed, d.names(i))
+	}
+	return nil
+}
+
+// changes is the bounded diff once every old tool was recorded.
+func (d *differ) changes() *Changes {
+	var added []string
+	for i, seen := range d.seen {
+		if !seen {
+			added = append(added, d.names(i))
+		}
+	}
+	return boundChanges(added, d.removed, d.changed)
+}
+
+// allAdded is the diff of a version that replaces none.
+func allAdded(p prepared) *Changes { return newDiffer(p).changes() }
+
+// boundChanges sorts the lists and cuts them to MaxChangeBytes, a name
+// from each list in turn, keeping the full counts.
+func boundChanges(added, removed, changed []string) *Changes {
+	lists := [3][]string{added, removed, changed}
+	c := &Changes{AddedCount: len(added), RemovedCount: len(removed), ChangedCount: len(changed)}
+	var kept [3]int
+	budget := MaxChangeBytes
+	for k := range lists {
+		slices.Sort(lists[k])
+	}
+fill:
+	for more := true; more; {
+		more = false
+		for k, l := range lists {
+			if kept[k] == len(l) {
+				continue
+			}
+			cost := len(l[kept[k]]) + changeNameCost
+			if cost > budget {
+				break fill
+			}
+			budget -= cost
+			kept[k]++
+			more = true
+		}
+	}
+	c.Added = append([]string{}, lists[0][:kept[0]]...)
+	c.Removed = append([]string{}, lists[1][:kept[1]]...)
+	c.Changed = append([]string{}, lists[2][:kept[2]]...)
+	return c
+}
+
+// encodeChanges frames c: the three counts as uvarints, then per list the
+// number of names kept and each name, length-prefixed.
+func encodeChanges(c *Changes) []byte {
+	var b []byte
+	for _, n := range []int{c.AddedCount, c.RemovedCount, c.ChangedCount} {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	for _, l := range [][]string{c.Added, c.Removed, c.Changed} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, name := range l {
+			b = binary.AppendUvarint(b, uint64(len(name)))
+			b = append(b, name...)
+		}
+	}
+	return b
+}
+
+var errBadChanges = errors.New("catalog: malformed stored changes")
+
+// decodeChanges reverses encodeChanges.
+func decodeChanges(b []byte) (*Changes, error) {
+	uv := func() (int, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > 1<<31 {
+			return 0, errBadChanges
+		}
+		b = b[k:]
+		return int(n), nil
+	}
+	var counts [3]int
+	for i := range counts {
+		n, err := uv()
+		if err != nil {
+			return nil, err
+		}
+		counts[i] = n
+	}
+	var lists [3][]string
+	for i := range lists {
+		n, err := uv()
+		if err != nil || n > len(b) {
+			return nil, errBadChanges
+		}
+		lists[i] = make([]string, 0, n)
+		for range n {
+			m, err := uv()
+			if err != nil || m > len(b) {
+				return nil, errBadChanges
+			}
+			lists[i] = append(lists[i], string(b[:m]))
+			b = b[m:]
+		}
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errBadChanges, len(b))
+	}
+	return &Changes{Added: lists[0], Removed: lists[1], Changed: lists[2],
+		AddedCount: counts[0], RemovedCount: counts[1], ChangedCount: counts[2]}, nil
+}
