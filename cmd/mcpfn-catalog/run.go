@@ -36,7 +36,7 @@ const formatAnthropic = "anthropic"
 const usage = `usage:
   mcpfn-catalog get [store flags] ID
   mcpfn-catalog tools [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID
-  mcpfn-catalog changes   (not available: per-version diffs are not recorded yet)
+  mcpfn-catalog changes [store flags] ID
 
 store flags: --table NAME [--endpoint URL] | --dir PATH, and --timeout DURATION.
 Without --table or --dir: ` + startup.EnvCatalogTable + `, then ` + startup.EnvCatalogDir + `.
@@ -101,8 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "tools":
 		err = runTools(ctx, rest, stdout, stderr, getenv)
 	case "changes":
-		fmt.Fprintln(stderr, "mcpfn-catalog: changes: per-version diffs are not recorded yet")
-		return exitUsage
+		err = runChanges(ctx, rest, stdout, stderr, getenv)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -138,6 +137,28 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return err
 	}
 	return writeJSON(stdout, catalogOutput(c))
+}
+
+// runChanges prints the current version's diff against the version it
+// replaced, in the discover result's changes shape.
+func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("changes", stderr)
+	var sf storeFlags
+	sf.register(fs)
+	id, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	c, err := read(ctx, sf, getenv, id)
+	switch {
+	case err != nil:
+		return err
+	case c.Version == "":
+		return fmt.Errorf("catalog %q has no stored version (its discoveries failed)", id)
+	case c.Changes == nil:
+		return fmt.Errorf("catalog %q: version %s was stored before diffs were kept", id, c.Version)
+	}
+	return writeJSON(stdout, c.Changes)
 }
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {

@@ -331,7 +331,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"no command", nil, exitUsage, "usage:"},
 		{"unknown command", []string{"list"}, exitUsage, `unknown command "list"`},
-		{"changes", []string{"changes", "--dir", root, "main"}, exitUsage, "changes: per-version diffs are not recorded yet"},
+		{"changes of a catalog that only failed", []string{"changes", "--dir", root, "failed"}, exitFail, "has no stored version"},
 		{"help", []string{"help"}, exitOK, ""},
 		{"flag help", []string{"get", "-h"}, exitOK, "-table"},
 		{"no id", []string{"get", "--dir", root}, exitUsage, "want a catalog ID"},
@@ -367,5 +367,36 @@ func TestExitCodes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "absent")); err == nil {
 		t.Error("a missing --dir was created")
+	}
+}
+
+// TestChanges prints the current version's diff in the discover result's
+// shape: after a second discovery that adds one tool, drops one and
+// changes one, exactly those.
+func TestChanges(t *testing.T) {
+	root, s := newDir(t)
+	var first struct {
+		Added   []string `json:"added"`
+		Removed []string `json:"removed"`
+		Changed []string `json:"changed"`
+		Count   int      `json:"added_count"`
+	}
+	decode(t, mustRun(t, "changes", "--dir", root, "main"), &first)
+	if len(first.Added) != len(listing().Tools) || first.Count != len(first.Added) || len(first.Removed)+len(first.Changed) != 0 {
+		t.Errorf("first version's changes %+v, want every tool added", first)
+	}
+
+	l := listing()
+	l.Tools[0].Description = "changed"
+	l.Tools = append(l.Tools[:len(l.Tools)-1], catalogtest.Tool("fresh", "f")) // drops echo
+	catalogtest.MustPut(t, s, "main", catalogtest.Discover(l, time.Hour))
+	var got map[string]any
+	decode(t, mustRun(t, "changes", "--dir", root, "main"), &got)
+	want := map[string]any{
+		"added": []any{"fresh"}, "removed": []any{"echo"}, "changed": []any{l.Tools[0].Name},
+		"added_count": 1.0, "removed_count": 1.0, "changed_count": 1.0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

@@ -29,18 +29,19 @@ type Request struct {
 // maxRefusedBytes of entries; RefusedOmitted counts the rest, which the
 // catalog holds.
 type Result struct {
-	CatalogID       string        `json:"catalog_id"`
-	Version         string        `json:"version"`
-	Unchanged       bool          `json:"unchanged"`
-	Superseded      bool          `json:"superseded,omitempty"`
-	ToolCount       int           `json:"tool_count"`
-	Refused         []mcp.Refusal `json:"refused"`
-	RefusedOmitted  int           `json:"refused_omitted,omitempty"`
-	ProtocolVersion string        `json:"protocol_version"`
-	Server          Server        `json:"server"`
-	Requests        int           `json:"requests"`
-	ResponseBytes   int64         `json:"response_bytes"`
-	DurationMS      int64         `json:"duration_ms"`
+	CatalogID       string           `json:"catalog_id"`
+	Version         string           `json:"version"`
+	Unchanged       bool             `json:"unchanged"`
+	Superseded      bool             `json:"superseded,omitempty"`
+	ToolCount       int              `json:"tool_count"`
+	Refused         []mcp.Refusal    `json:"refused"`
+	RefusedOmitted  int              `json:"refused_omitted,omitempty"`
+	Changes         *catalog.Changes `json:"changes,omitempty"`
+	ProtocolVersion string           `json:"protocol_version"`
+	Server          Server           `json:"server"`
+	Requests        int              `json:"requests"`
+	ResponseBytes   int64            `json:"response_bytes"`
+	DurationMS      int64            `json:"duration_ms"`
 }
 
 // Server is the MCP server's reported implementation.
@@ -163,6 +164,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		Unchanged:       put.Unchanged,
 		Superseded:      put.Superseded,
 		ToolCount:       put.ToolCount,
+		Changes:         put.Changes,
 		ProtocolVersion: stats.ProtocolVersion,
 		Server:          Server{Name: stats.ServerName, Version: stats.ServerVersion},
 		Requests:        stats.Requests,

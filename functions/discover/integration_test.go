@@ -208,9 +208,13 @@ func TestDiscoverIntoDynamo(t *testing.T) {
 				t.Errorf("stored server/discover answer %q; want one exactly for the 2026-07-28 server", got.ServerDiscovery)
 			}
 
+			if res.Changes == nil || len(res.Changes.Added) != 15 || len(res.Changes.Removed) != 0 || len(res.Changes.Changed) != 0 || res.Changes.AddedCount != 15 {
+				t.Errorf("changes %+v, want the 15 tools added", res.Changes)
+			}
+
 			again, err := s.invoke(t, req)
-			if err != nil || !again.(*Result).Unchanged || again.(*Result).Version != res.Version {
-				t.Errorf("repeat = %+v, %v; want unchanged at %s", again, err, res.Version)
+			if err != nil || !again.(*Result).Unchanged || again.(*Result).Version != res.Version || again.(*Result).Changes != nil {
+				t.Errorf("repeat = %+v, %v; want unchanged at %s, no changes", again, err, res.Version)
 			}
 
 			s.handler.HTTPClient, s.handler.Policy = nil, nil // the process default: the fixture is not allowed

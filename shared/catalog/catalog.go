@@ -70,10 +70,14 @@ const MaxChangeBytes = 64 << 10
 // but the model name, which the store assigns. Each list is sorted and
 // never nil; when the names pass MaxChangeBytes, each list keeps a sorted
 // prefix, filled a name from each list in turn. The counts are always
-// complete.
+// complete. The JSON names are those of the discover result's changes.
 type Changes struct {
-	Added, Removed, Changed                []string
-	AddedCount, RemovedCount, ChangedCount int
+	Added        []string `json:"added"`
+	Removed      []string `json:"removed"`
+	Changed      []string `json:"changed"`
+	AddedCount   int      `json:"added_count"`
+	RemovedCount int      `json:"removed_count"`
+	ChangedCount int      `json:"changed_count"`
 }
 
 // Catalog is the stored state of one id. Version is empty when only a
