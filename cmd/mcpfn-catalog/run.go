@@ -125,31 +125,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("get", stderr)
-	var sf storeFlags
-	sf.register(fs)
-	id, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	c, err := read(ctx, sf, getenv, id)
+	c, _, err := readCommand(ctx, "get", args, stderr, getenv)
 	if err != nil {
 		return err
 	}
 	return writeJSON(stdout, catalogOutput(c))
 }
 
-// runChanges prints the current version's diff against the version it
-// replaced, in the discover result's changes shape.
-func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("changes", stderr)
+// readCommand parses a command that takes only the store flags and an ID,
+// and reads that catalog.
+func readCommand(ctx context.Context, name string, args []string, stderr io.Writer, getenv func(string) string) (*catalog.Catalog, string, error) {
+	fs := newFlagSet(name, stderr)
 	var sf storeFlags
 	sf.register(fs)
 	id, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	c, err := read(ctx, sf, getenv, id)
+	return c, id, err
+}
+
+// runChanges prints the current version's diff against the version it
+// replaced, in the discover result's changes shape.
+func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	c, id, err := readCommand(ctx, "changes", args, stderr, getenv)
 	switch {
 	case err != nil:
 		return err

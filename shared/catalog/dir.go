@@ -62,8 +62,8 @@ type dirHead struct {
 	Names           []string  `json:"names,omitempty"` // sorted
 	// Hashes holds each of Names' tool hash (toolHash, hex), in its order;
 	// absent in versions stored before diffs, as is Changes.
-	Hashes  []string    `json:"hashes,omitempty"`
-	Changes *dirChanges `json:"changes,omitempty"`
+	Hashes  []string `json:"hashes,omitempty"`
+	Changes *Changes `json:"changes,omitempty"` // Changes' own JSON names
 	// Models maps every model name that is not its tool's name to the name.
 	Models      map[string]string `json:"models,omitempty"`
 	LastFailure *dirFailure       `json:"last_failure,omitempty"`
@@ -83,15 +83,6 @@ func (h dirHead) prior() prior {
 		models[n] = m
 	}
 	return priorOf(models)
-}
-
-type dirChanges struct {
-	Added        []string `json:"added"`
-	Removed      []string `json:"removed"`
-	Changed      []string `json:"changed"`
-	AddedCount   int      `json:"added_count"`
-	RemovedCount int      `json:"removed_count"`
-	ChangedCount int      `json:"changed_count"`
 }
 
 // diff is p's diff against h's version: from h's hashes, or for a version
@@ -222,7 +213,7 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 	if err != nil {
 		return PutResult{}, err
 	}
-	h.Changes = &dirChanges{ch.Added, ch.Removed, ch.Changed, ch.AddedCount, ch.RemovedCount, ch.ChangedCount}
+	h.Changes = ch
 	order := make([]int, len(p.entries))
 	for i := range order {
 		order[i] = i
