@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,17 +187,29 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 
 // checkSchemas moves each tool whose input or output schema a model
 // request could not carry (schema.Check) to the refusals, with the rule.
-// It stops with ctx's error when ctx ends first: a listing of schemas
-// built to be slow to check must not eat the reserve meant for the store.
+// Check is a function of the bytes alone, so a schema many tools share is
+// judged once. It stops with ctx's error when ctx ends first: a listing of
+// schemas built to be slow to check must not eat the reserve meant for
+// the store.
 func checkSchemas(ctx context.Context, l mcp.Listing) (mcp.Listing, error) {
+	judged := map[[sha256.Size]byte]error{}
+	check := func(b []byte) error {
+		key := sha256.Sum256(b)
+		err, ok := judged[key]
+		if !ok {
+			err = schema.Check(b)
+			judged[key] = err
+		}
+		return err
+	}
 	kept := l.Tools[:0:0]
 	for _, t := range l.Tools {
 		if err := ctx.Err(); err != nil {
 			return mcp.Listing{}, err
 		}
-		err := schema.Check(t.InputSchema)
+		err := check(t.InputSchema)
 		if err == nil && len(t.OutputSchema) > 0 {
-			if err = schema.Check(t.OutputSchema); err != nil {
+			if err = check(t.OutputSchema); err != nil {
 				err = fmt.Errorf("output_schema: %w", err)
 			}
 		} else if err != nil {
