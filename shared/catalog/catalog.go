@@ -111,8 +111,10 @@ type Failure struct {
 }
 
 // Membership answers whether a tool is in the current version of a catalog.
-// Name is the tool's name as the server lists it, the one to call it by
-// (empty when not Found). Version, ProtocolVersion and ServerDiscovery are
+// Name is set when the lookup named the tool by its model_name: the tool's
+// name as the server lists it, the one to call it by; it is empty when the
+// lookup used that name itself, or found nothing. Version, ProtocolVersion
+// and ServerDiscovery are
 // those of the latest discovery (empty when only a failure is recorded).
 type Membership struct {
 	Found           bool

@@ -75,14 +75,15 @@ func (h dirHead) prior() prior {
 	if h.Version == "" {
 		return prior{}
 	}
-	models := make(map[string]string, len(h.Names))
-	for _, n := range h.Names {
-		models[n] = defaultModelName(n)
-	}
+	pr := prior{exceptions: map[uint64]int{}} // as priorOf, without a map of every name
 	for m, n := range h.Models {
-		models[n] = m
+		if d := mappedDigits(m); d != "" && m != defaultModelName(n) {
+			pr.exceptions[nameKey(n)] = len(d)
+		}
 	}
-	return priorOf(models)
+	names := h.Names
+	pr.kept = func(name string) (bool, error) { _, ok := slices.BinarySearch(names, name); return ok, nil }
+	return pr
 }
 
 // diff is p's diff against h's version: from h's hashes, or for a version
@@ -335,8 +336,8 @@ func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, erro
 	m := Membership{Version: h.Version, ProtocolVersion: h.ProtocolVersion, ServerDiscovery: h.ServerDiscovery}
 	if name, ok := h.Models[toolName]; ok {
 		m.Found, m.Name = true, name
-	} else if _, ok := slices.BinarySearch(h.Names, toolName); ok {
-		m.Found, m.Name = true, toolName
+	} else {
+		_, m.Found = slices.BinarySearch(h.Names, toolName)
 	}
 	return m, nil
 }

@@ -769,9 +769,6 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 			}
 			sure = sure && item != nil
 		}
-		if m.Found {
-			m.Name = toolName
-		}
 		if sure {
 			return m, nil
 		}

@@ -119,7 +119,7 @@ func TestPutMemory(t *testing.T) {
 				h.during(func() { catalogtest.MustPut(t, s, "mem", catalogtest.Discover(l, offset)) })
 				extra := int64(h.peak) - int64(base)
 				t.Logf("%s put %d: catalog %.1f MB, peak live heap beyond it %.1f MB (%.2f×)", tc.name, round, float64(size)/1e6, float64(extra)/1e6, float64(extra)/float64(size))
-				if extra > int64(size) { // measured 0.2–0.3×; 1.0× (dynamo) and 3.2× (dir) when whole versions were built first
+				if extra > int64(size) { // measured 0.4–0.65×; 1.0× (dynamo) and 3.2× (dir) when whole versions were built first
 					t.Errorf("%s put %d: peak live heap grew by %d bytes for a %d-byte catalog, want at most the catalog's size", tc.name, round, extra, size)
 				}
 			}

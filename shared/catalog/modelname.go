@@ -136,7 +136,7 @@ func (p *prepared) assignModelNames(pr prior) error {
 	claim := func(i int, m string) {
 		p.entries[i].tool.ModelName, taken[m] = m, true
 	}
-	want := map[string][]int{} // default model name → entries wanting it
+	want := make(map[string][]int, len(p.entries)) // default model name → entries wanting it
 	for i, e := range p.entries {
 		if d, ok := pr.exceptions[binary.BigEndian.Uint64(e.hash[:8])]; ok && d >= modelDigits && d < maxModelName {
 			if m := mappedName(e.tool.Name, d); !taken[m] {

@@ -76,7 +76,7 @@ func newKey(t time.Time) string {
 // tools too large even compressed become refusals; id enters the item-size
 // accounting. Model names and the hash follow from finish.
 func prepare(id string, d Discovery) prepared {
-	p := prepared{key: newKey(d.StartedAt), started: d.StartedAt, d: d}
+	p := prepared{key: newKey(d.StartedAt), started: d.StartedAt, d: d, entries: make([]entry, 0, len(d.Listing.Tools))}
 	for _, r := range d.Listing.Refused {
 		p.refused = append(p.refused, truncRefusal(r))
 	}

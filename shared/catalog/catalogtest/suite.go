@@ -107,6 +107,15 @@ func MustPut(t testing.TB, s catalog.Store, id string, d catalog.Discovery) cata
 	return res
 }
 
+// LookupWant is want as Lookup(name) reports it: Name, the tool's server
+// name, only when name is not that name (a lookup by model_name).
+func LookupWant(name string, want catalog.Membership) catalog.Membership {
+	if want.Name == name {
+		want.Name = ""
+	}
+	return want
+}
+
 // MustGet gets id and fails the test on error.
 func MustGet(t testing.TB, s catalog.Store, id string) *catalog.Catalog {
 	t.Helper()
@@ -192,9 +201,7 @@ func AssertOnlyVersion(t testing.TB, s Store, id, version string) {
 // Name means name itself.
 func assertLookup(t *testing.T, s Store, id, name string, want catalog.Membership) {
 	t.Helper()
-	if want.Found && want.Name == "" {
-		want.Name = name
-	}
+	want = LookupWant(name, want)
 	got, err := s.Lookup(context.Background(), id, name)
 	if err != nil {
 		t.Fatalf("Lookup(%q, %q): %v", id, name, err)
