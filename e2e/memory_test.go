@@ -23,7 +23,7 @@ const (
 func memoryStack(t *testing.T, url string) *stack {
 	t.Helper()
 	return newStack(t, stackOptions{
-		allow:   []string{allowOnly(t, url)},
+		allow: []string{allowOnly(t, url)},
 		// The function's timeout is a margin, not what is measured: ten
 		// items share seven slots, so the last three start when the first
 		// seven end, which on a machine running two suites at once took
