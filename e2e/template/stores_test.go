@@ -32,9 +32,14 @@ func TestTablesMatchTheStores(t *testing.T) {
 		table   string
 		keys    map[string]string // attribute → HASH/RANGE
 		ttlAttr string
+		types   map[string]string            // attribute → S/N
+		indexes map[string]map[string]string // index → attribute → HASH/RANGE
 	}{
-		{"CatalogTable", map[string]string{catalog.PartitionKey: "HASH", catalog.SortKey: "RANGE"}, catalog.TTLAttribute},
-		{"CallsTable", map[string]string{ledger.KeyAttribute: "HASH"}, ledger.TTLAttribute},
+		{"CatalogTable", map[string]string{catalog.PartitionKey: "HASH", catalog.SortKey: "RANGE"}, catalog.TTLAttribute,
+			map[string]string{catalog.PartitionKey: "S", catalog.SortKey: "S", catalog.DueShardAttribute: "S", catalog.NextDueAttribute: "N"},
+			map[string]map[string]string{catalog.DueIndex: {catalog.DueShardAttribute: "HASH", catalog.NextDueAttribute: "RANGE"}}},
+		{"CallsTable", map[string]string{ledger.KeyAttribute: "HASH"}, ledger.TTLAttribute,
+			map[string]string{ledger.KeyAttribute: "S"}, map[string]map[string]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.table, func(t *testing.T) {
@@ -46,10 +51,32 @@ func TestTablesMatchTheStores(t *testing.T) {
 			if diff := cmp.Diff(tt.keys, got); diff != "" {
 				t.Errorf("KeySchema (-want +got):\n%s", diff)
 			}
+			attrs := map[string]string{}
 			for _, a := range asSlice(path(props, "AttributeDefinitions")) {
-				if path(a, "AttributeType") != "S" {
-					t.Errorf("attribute %v has type %v, want S", path(a, "AttributeName"), path(a, "AttributeType"))
+				attrs[path(a, "AttributeName").(string)] = path(a, "AttributeType").(string)
+			}
+			if diff := cmp.Diff(tt.types, attrs); diff != "" {
+				t.Errorf("AttributeDefinitions (-want +got):\n%s", diff)
+			}
+			indexes := map[string]map[string]string{}
+			for _, ix := range asSlice(path(props, "GlobalSecondaryIndexes")) {
+				keys := map[string]string{}
+				for _, k := range asSlice(path(ix, "KeySchema")) {
+					keys[path(k, "AttributeName").(string)] = path(k, "KeyType").(string)
 				}
+				indexes[path(ix, "IndexName").(string)] = keys
+				if tt.table == "CatalogTable" {
+					var got []string
+					for _, a := range asSlice(path(ix, "Projection", "NonKeyAttributes")) {
+						got = append(got, a.(string))
+					}
+					if diff := cmp.Diff(catalog.DueIndexProjection, got); diff != "" {
+						t.Errorf("index projection (-want +got):\n%s", diff)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.indexes, indexes); diff != "" {
+				t.Errorf("GlobalSecondaryIndexes (-want +got):\n%s", diff)
 			}
 			if got := path(props, "TimeToLiveSpecification", "AttributeName"); got != tt.ttlAttr {
 				t.Errorf("TTL attribute %v, want %s", got, tt.ttlAttr)

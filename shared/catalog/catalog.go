@@ -29,7 +29,8 @@ const MaxIDBytes = 1024
 
 // Discovery is one successful listing of a server, as handed to Put.
 // StartedAt orders discoveries of the same id: a later start wins. A zero
-// StartedAt means the store's current time. ServerDiscovery is the
+// StartedAt means the store's current time. Schedule, when set, is
+// recorded with it (see Schedule). ServerDiscovery is the
 // connection's mcp.Stats.Discovery, kept for priming calls; one that is
 // not JSON or exceeds mcp.MaxDiscoveryBytes is not kept.
 type Discovery struct {
@@ -39,6 +40,7 @@ type Discovery struct {
 	ServerVersion   string
 	ServerDiscovery string
 	StartedAt       time.Time
+	Schedule        *Schedule
 }
 
 // PutResult is the outcome of Put.
@@ -85,7 +87,9 @@ type Changes struct {
 // every tool has its ModelName, distinct within the catalog. Changes is
 // the current version's diff against the one it replaced, and ChangedAt
 // that version's DiscoveredAt; nil and zero for versions stored before
-// diffs were kept.
+// diffs were kept. ServerURL, VaultIDs, RefreshInterval and NextDue are
+// the recorded schedule (see Schedule): empty when none is recorded,
+// NextDue zero when the catalog is off the schedule.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -101,6 +105,10 @@ type Catalog struct {
 	Changes         *Changes
 	ChangedAt       time.Time
 	LastFailure     *Failure
+	ServerURL       string
+	VaultIDs        []string
+	RefreshInterval time.Duration
+	NextDue         time.Time
 }
 
 // Failure is a discovery that failed: its wire error type, message and time.

@@ -168,6 +168,11 @@ type head struct {
 	modelsInItems   bool
 	changes         []byte // encodeChanges; nil for versions stored before diffs
 	failure         *Failure
+	serverURL       string
+	vaultIDs        []string
+	interval        time.Duration
+	intervalSet     bool
+	nextDue         time.Time
 }
 
 func (h *head) expired(now time.Time) bool {
@@ -464,6 +469,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
 	}
 	set, remove := e.discovery(p.d, set, nil)
+	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
 	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
 		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
 	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
@@ -507,6 +513,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards
 		remove = append(remove, e.n(attrModelExceptions), e.n(attrModelsInItems))
 	}
 	set, remove = e.discovery(p.d, set, remove)
+	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
 	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
 	if h.version == "" {
 		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"
@@ -867,6 +874,7 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 	if b, ok := item[attrModelsInItems].(*types.AttributeValueMemberBOOL); ok {
 		h.modelsInItems = b.Value
 	}
+	h.readSchedule(item)
 	if m, ok := item[attrFailure].(*types.AttributeValueMemberM); ok {
 		h.failure = &Failure{
 			ErrorType: stringAttr(m.Value, attrErrorType),
@@ -889,6 +897,10 @@ func (h *head) catalog(id string) *Catalog {
 		DiscoveredAt:    h.discoveredAt,
 		CheckedAt:       h.checkedAt,
 		LastFailure:     h.failure,
+		ServerURL:       h.serverURL,
+		VaultIDs:        h.vaultIDs,
+		RefreshInterval: h.interval,
+		NextDue:         h.nextDue,
 	}
 }
 

@@ -56,6 +56,7 @@ func TestCreateTableMatchesTheTemplate(t *testing.T) {
 	if s := ttl.TimeToLiveDescription; s.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(s.AttributeName) != "expires_at" {
 		t.Errorf("TTL %s on %q, want ENABLED on expires_at", s.TimeToLiveStatus, aws.ToString(s.AttributeName))
 	}
+	assertDueIndex(t, client, table)
 }
 
 // countingAPI counts requests by operation.

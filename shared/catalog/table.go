@@ -26,32 +26,35 @@ type TableAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
 var _ TableAPI = (*dynamodb.Client)(nil)
 
 // CreateTable creates table as template.yaml defines it: PartitionKey
 // (hash) and SortKey (range), both strings, on-demand billing, TTL on
-// TTLAttribute. It waits until the table is active and succeeds when the
-// table already exists.
+// TTLAttribute, and the sparse DueIndex. It waits until the table is
+// active and succeeds when the table already exists, adding DueIndex to
+// a table created before it.
 func CreateTable(ctx context.Context, client TableAPI, table string) error {
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(SortKey), AttributeType: types.ScalarAttributeTypeS},
-		},
+		TableName:            aws.String(table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: attributeDefinitions(),
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(SortKey), KeyType: types.KeyTypeRange},
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{dueIndex()},
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("catalog: create table %s: %w", table, err)
 	}
 	if err := waitActive(ctx, client, table); err != nil {
+		return err
+	}
+	if err := ensureDueIndex(ctx, client, table); err != nil {
 		return err
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
@@ -73,6 +76,41 @@ func CreateTable(ctx context.Context, client TableAPI, table string) error {
 		return fmt.Errorf("catalog: enable TTL on %s: %w", table, err)
 	}
 	return nil
+}
+
+func attributeDefinitions() []types.AttributeDefinition {
+	return []types.AttributeDefinition{
+		{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(SortKey), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(DueShardAttribute), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(NextDueAttribute), AttributeType: types.ScalarAttributeTypeN},
+	}
+}
+
+// ensureDueIndex adds DueIndex to table when it lacks it and waits until
+// the table is active again.
+func ensureDueIndex(ctx context.Context, client TableAPI, table string) error {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("catalog: describe table %s: %w", table, err)
+	}
+	for _, ix := range out.Table.GlobalSecondaryIndexes {
+		if aws.ToString(ix.IndexName) == DueIndex {
+			return nil
+		}
+	}
+	ix := dueIndex()
+	_, err = client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:            aws.String(table),
+		AttributeDefinitions: attributeDefinitions(),
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: ix.IndexName, KeySchema: ix.KeySchema, Projection: ix.Projection,
+		}}},
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: add index %s to %s: %w", DueIndex, table, err)
+	}
+	return waitActive(ctx, client, table)
 }
 
 func waitActive(ctx context.Context, client TableAPI, table string) error {
