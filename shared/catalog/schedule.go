@@ -15,17 +15,17 @@ import (
 // scheduled head has DueShardAttribute, so it holds one entry per
 // scheduled catalog, keyed by shard and due time (epoch seconds).
 const (
-	DueIndex               = "due"
-	DueShardAttribute      = "due_shard"
-	NextDueAttribute       = "next_due"
-	ServerURLAttribute     = "server_url"
-	VaultIDsAttribute      = "vault_ids"
-	IntervalAttribute      = "refresh_interval"
-	FailuresAttribute      = "failures"
-	RetryAfterAttribute    = "retry_after"
-	StaleRequestedAttr     = "stale_requested_at"
-	DueShards              = 8
-	DefaultRefreshInterval = time.Hour
+	DueIndex                = "due"
+	DueShardAttribute       = "due_shard"
+	NextDueAttribute        = "next_due"
+	ServerURLAttribute      = "server_url"
+	VaultIDsAttribute       = "vault_ids"
+	IntervalAttribute       = "refresh_interval"
+	FailuresAttribute       = "failures"
+	RetryAfterAttribute     = "retry_after"
+	StaleRequestedAttribute = "stale_requested_at"
+	DueShards               = 8
+	DefaultRefreshInterval  = time.Hour
 )
 
 // DueIndexProjection is the non-key attributes DueIndex carries: what a
