@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // Budgets for one connection. DialTimeout also caps each request made
@@ -55,9 +57,18 @@ var (
 // as a legacy or unsupported-version server, CallTool connects again,
 // unprimed, and calls once more (Stats.PrimeFallback). Anything else in
 // Discovery is ignored.
+//
+// OAuth, when set, authorizes the requests instead of BearerToken: the
+// SDK takes each request's token from its TokenSource, and on a 401 or
+// 403 calls Authorize and sends that request again, once per operation
+// (Connect, ListTools, CallTool). The handler's own requests are its
+// client's, not this connection's (Stats). A second refusal in one
+// operation, or a failed Authorize, ends it with ErrUnauthorized; the
+// latter also wraps Authorize's error.
 type Config struct {
 	URL             string
 	BearerToken     string
+	OAuth           auth.OAuthHandler
 	HTTPClient      *http.Client
 	ProtocolVersion string
 	Discovery       string

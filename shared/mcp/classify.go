@@ -30,6 +30,9 @@ type operation struct {
 	page     json.RawMessage   // result of the last tools/list answered
 	pageID   string
 	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
+	denials  int     // 401/403 answers
+	authz    bool    // the OAuth handler's Authorize was called
+	authzErr error   // and failed
 }
 
 // begin makes op the operation that requests are attributed to.
@@ -64,6 +67,61 @@ func (t *transport) fatal(op *operation, err error) {
 	if first {
 		op.cancel(err)
 	}
+}
+
+// refused records a 401 or 403: fatal, unless an OAuth handler has yet to
+// authorize in this operation (the SDK calls it, then sends again).
+func (t *transport) refused(op *operation, err *UnauthorizedError) {
+	if op == nil {
+		return
+	}
+	t.mu.Lock()
+	retry := t.oauth && !op.authz
+	t.mu.Unlock()
+	if retry {
+		t.note(op, err)
+		return
+	}
+	t.fatal(op, err)
+}
+
+// authorizing marks the current operation's one Authorize; false when it
+// had it already, or when no operation is running.
+func (t *transport) authorizing() (*operation, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	op := t.op
+	if op == nil || op.authz {
+		return op, false
+	}
+	op.authz = true
+	return op, true
+}
+
+// authorizeFailed records the error of op's Authorize.
+func (t *transport) authorizeFailed(op *operation, err error) {
+	t.mu.Lock()
+	op.authzErr = err
+	t.mu.Unlock()
+}
+
+// authorizeError is the error of op's Authorize, or nil.
+func (t *transport) authorizeError(op *operation) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.authzErr
+}
+
+// authorized forgets a refusal the SDK's Authorize and retry overcame.
+func (t *transport) authorized(op *operation) {
+	if op == nil || !t.oauth {
+		return
+	}
+	t.mu.Lock()
+	if _, ok := op.lastErr.(*UnauthorizedError); ok {
+		op.lastErr = nil
+	}
+	t.mu.Unlock()
 }
 
 func (t *transport) note(op *operation, err error) {

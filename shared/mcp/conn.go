@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
@@ -54,6 +56,7 @@ type Conn struct {
 	log      *dropLog
 	endpoint string
 	query    string
+	oauth    auth.OAuthHandler
 
 	mu    sync.Mutex
 	stats Stats
@@ -85,14 +88,19 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("mcp: connect: %w", err)
 	}
 
-	tr := newTransport(base.Transport, endpoint, cfg.BearerToken)
+	token := cfg.BearerToken
+	if cfg.OAuth != nil {
+		token = ""
+	}
+	tr := newTransport(base.Transport, endpoint, token)
+	tr.oauth = cfg.OAuth != nil
 	hc := &http.Client{
 		Transport:     tr,
 		CheckRedirect: tr.checkRedirect(base.CheckRedirect),
 		Jar:           base.Jar,
 		Timeout:       base.Timeout,
 	}
-	c := &Conn{tr: tr, hc: hc, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery}
+	c := &Conn{tr: tr, hc: hc, log: &dropLog{}, endpoint: cfg.URL, query: endpoint.RawQuery, oauth: cfg.OAuth}
 
 	hint := cfg.ProtocolVersion
 	if !slices.Contains(sdk.SupportedProtocolVersions(), hint) {
@@ -176,6 +184,7 @@ func (c *Conn) connect(ctx context.Context, hc *http.Client, hint string) (*sdk.
 		HTTPClient:           hc,
 		DisableStandaloneSSE: true,
 		MaxEventSize:         MaxResponseBytes,
+		OAuthHandler:         c.authorizer(),
 	}
 	var opts *sdk.ClientSessionOptions
 	if hint != "" {
@@ -228,6 +237,8 @@ func (c *Conn) begin(ctx context.Context) (context.Context, *operation, func()) 
 func (c *Conn) fail(ctx context.Context, op *operation, what string, answered, err error) error {
 	fatal, lastErr, wasAnswered := c.tr.outcome(op)
 	switch {
+	case fatal != nil && c.tr.authorizeError(op) != nil:
+		err = fmt.Errorf("mcp: %s: %w: %w", what, fatal, c.tr.authorizeError(op))
 	case fatal != nil:
 		err = fmt.Errorf("mcp: %s: %w", what, fatal)
 	case ctx.Err() != nil:

@@ -36,6 +36,7 @@ type transport struct {
 	next   http.RoundTripper
 	origin string // scheme://host of the endpoint: the only origin that gets the token
 	token  string
+	oauth  bool // the SDK authorizes: a 401/403 is fatal on its second time in an operation
 
 	life context.Context // ends every request of the Conn when cancelled
 	kill context.CancelFunc
@@ -177,10 +178,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		t.fatal(x.op, unauthorized(resp))
+		t.refused(x.op, unauthorized(resp))
 	}
 
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok2xx {
+		t.authorized(x.op)
+	}
 	media := mediaType(resp)
 	if ok2xx && media == "text/event-stream" {
 		b := &meteredBody{x: x, rc: resp.Body, key: msg.key}
