@@ -30,7 +30,6 @@ type operation struct {
 	page     json.RawMessage   // result of the last tools/list answered
 	pageID   string
 	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
-	denials  int     // 401/403 answers
 	authz    bool    // the OAuth handler's Authorize was called
 	authzErr error   // and failed
 }
