@@ -102,13 +102,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, w io.Wr
 	if !ok {
 		p = contextCalls
 	}
+	cfg := mcp.Config{URL: rawURL, BearerToken: getenv(envToken), HTTPClient: mcp.CallClient}
+	if strings.HasPrefix(scenario, "auth/") {
+		if cfg.OAuth, err = authorizer(scenarioCtx); err != nil {
+			fmt.Fprintf(w, "mcpfn-conformance: %v\n", err)
+			return exitUsage
+		}
+		if !ok {
+			p = callFirst(`{}`)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
 	defer cancel()
-	if err := runScenario(ctx, mcp.Config{
-		URL:         rawURL,
-		BearerToken: getenv(envToken),
-		HTTPClient:  mcp.CallClient,
-	}, p, scenarioCtx, w); err != nil {
+	if err := runScenario(ctx, cfg, p, scenarioCtx, w); err != nil {
 		fmt.Fprintf(w, "mcpfn-conformance: scenario %s failed: %v\n", scenario, err)
 		return exitFail
 	}

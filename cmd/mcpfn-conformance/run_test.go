@@ -73,10 +73,21 @@ func TestRunScenarios(t *testing.T) {
 		},
 		{
 			name:     "an unlisted scenario lists and makes the context's calls",
-			env:      map[string]string{envScenario: "auth/metadata-default", envContext: `{"toolCalls":[{"name":"echo","arguments":{"text":"x"}}]}`},
-			wantCode: exitOK, wantOut: "scenario auth/metadata-default done",
+			env:      map[string]string{envScenario: "some-new-scenario", envContext: `{"toolCalls":[{"name":"echo","arguments":{"text":"x"}}]}`},
+			wantCode: exitOK, wantOut: "scenario some-new-scenario done",
 			wantMethods: []string{"tools/list", "tools/call", "DELETE"},
 			wantEchoes:  1,
+		},
+		{
+			name:     "an auth scenario the server does not challenge lists and calls the first tool",
+			env:      map[string]string{envScenario: "auth/metadata-default"},
+			wantCode: exitOK, wantOut: "scenario auth/metadata-default done",
+			wantMethods: []string{"tools/list", "tools/call", "DELETE"},
+		},
+		{
+			name:     "an auth scenario whose context is not an object is a usage error",
+			env:      map[string]string{envScenario: "auth/pre-registration", envContext: `["x"]`},
+			wantCode: exitUsage, wantOut: envContext,
 		},
 		{
 			name:     "a failed call that the scenario allows does not fail it",
