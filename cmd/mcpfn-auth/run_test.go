@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/onboard/onboardtest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+// allowFixture lets the guard reach the fixture's two loopback ports.
+func allowFixture(t *testing.T, as *onboardtest.Server) {
+	t.Helper()
+	var entries []string
+	for _, raw := range []string{as.Issuer, as.MCPURL} {
+		u, _ := url.Parse(raw)
+		entries = append(entries, "127.0.0.1/32:"+u.Port())
+	}
+	p, err := guard.NewPolicy(entries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := guard.Default()
+	guard.SetDefault(p)
+	t.Cleanup(func() { guard.SetDefault(old) })
+}
+
+// browser stands in for the operator's: it follows the authorization
+// server's redirect to the command's loopback listener.
+func browser(rawURL string) error {
+	go func() {
+		resp, err := http.Get(rawURL)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	return nil
+}
+
+func TestOnboardWritesTheCredential(t *testing.T) {
+	as := onboardtest.New(t)
+	allowFixture(t, as)
+	path := filepath.Join(t.TempDir(), "vault.json")
+	other := `{"server_url":"https://other.example/mcp","token":"kept-as-is"}`
+	if err := os.WriteFile(path, []byte(`{"credentials":[`+other+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	o := options{vaultID: "v1", serverURL: as.MCPURL}
+	var out bytes.Buffer
+	for round := range 2 { // the second onboarding replaces the first's credential
+		if err := onboardServer(ctx, o, fileStore{path: path}, browser, &out); err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, out.String())
+		}
+	}
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Credentials []json.RawMessage `json:"credentials"`
+	}
+	if err := json.Unmarshal(doc, &v); err != nil || len(v.Credentials) != 2 {
+		t.Fatalf("vault %s (%v): want the other credential and one mcp_oauth", doc, err)
+	}
+	if string(v.Credentials[0]) != other {
+		t.Errorf("other credential %s, want it kept as %s", v.Credentials[0], other)
+	}
+	var c credential
+	dec := json.NewDecoder(bytes.NewReader(v.Credentials[1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := time.Parse(time.RFC3339, c.ExpiresAt)
+	switch {
+	case c.Type != "mcp_oauth" || c.ServerURL != as.MCPURL || c.AccessToken == "" || c.Refresh == nil:
+		t.Fatalf("credential %+v", c)
+	case err != nil || time.Until(exp) < 50*time.Minute || time.Until(exp) > 61*time.Minute:
+		t.Errorf("expires_at %q (%v), want about an hour from now", c.ExpiresAt, err)
+	case c.Refresh.TokenEndpoint != as.Issuer+"/token" || !strings.HasPrefix(c.Refresh.ClientID, "client-"):
+		t.Errorf("refresh %+v", c.Refresh)
+	case c.Refresh.TokenEndpointAuth.Type != "client_secret_basic" || c.Refresh.TokenEndpointAuth.ClientSecret == "":
+		t.Errorf("token endpoint auth %+v, want client_secret_basic with the registered secret", c.Refresh.TokenEndpointAuth)
+	case c.Refresh.Resource != as.MCPURL || !strings.Contains(c.Refresh.Scope, "tools"):
+		t.Errorf("resource %q scope %q, want the MCP URL and the challenged scope", c.Refresh.Resource, c.Refresh.Scope)
+	case !as.Live(c.Refresh.RefreshToken):
+		t.Error("the stored refresh token is not live at the authorization server")
+	}
+	if s := out.String(); strings.Contains(s, c.AccessToken) || strings.Contains(s, c.Refresh.RefreshToken) ||
+		strings.Contains(s, c.Refresh.TokenEndpointAuth.ClientSecret) {
+		t.Errorf("output shows a token or the secret:\n%s", s)
+	}
+}
+
+func TestOnboardRefusesWhatTheGuardDenies(t *testing.T) {
+	as := onboardtest.New(t)
+	u, _ := url.Parse(as.MCPURL) // the MCP server is allowed; the authorization server, on loopback, is not
+	old := guard.Default()
+	p, _ := guard.NewPolicy("127.0.0.1/32:" + u.Port())
+	guard.SetDefault(p)
+	t.Cleanup(func() { guard.SetDefault(old) })
+	path := filepath.Join(t.TempDir(), "vault.json")
+	err := onboardServer(t.Context(), options{vaultID: "v1", serverURL: as.MCPURL}, fileStore{path: path}, browser, &bytes.Buffer{})
+	if !errors.Is(err, guard.ErrDenied) {
+		t.Fatalf("err %v, want guard.ErrDenied", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a vault was written: %v", err)
+	}
+}
+
+func TestUpsert(t *testing.T) {
+	c := credential{Type: "mcp_oauth", ServerURL: "https://a.example/mcp", AccessToken: "t"}
+	tests := []struct {
+		name, doc string
+		exists    bool
+		want      string
+		wantErr   error
+	}{
+		{"new vault", "", false, `{"credentials":[{"type":"mcp_oauth","server_url":"https://a.example/mcp","access_token":"t"}]}`, nil},
+		{"replaced by normalised URL", `{"credentials":[{"server_url":"HTTPS://A.example:443/mcp","token":"old"}]}`, true,
+			`{"credentials":[{"type":"mcp_oauth","server_url":"https://a.example/mcp","access_token":"t"}]}`, nil},
+		{"appended", `{"credentials":[{"server_url":"https://a.example/other","token":"x"}]}`, true,
+			`{"credentials":[{"server_url":"https://a.example/other","token":"x"},{"type":"mcp_oauth","server_url":"https://a.example/mcp","access_token":"t"}]}`, nil},
+		{"not a vault", `[]`, true, "", vault.ErrVaultMalformed},
+		{"unknown field", `{"credentials":[],"Credentials":[]}`, true, "", vault.ErrVaultMalformed},
+		{"trailing data", `{"credentials":[]} {}`, true, "", vault.ErrVaultMalformed},
+	}
+	for _, tt := range tests {
+		got, err := upsert([]byte(tt.doc), tt.exists, "https://a.example/mcp", c)
+		if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && string(got) != tt.want) {
+			t.Errorf("%s: %s, %v; want %s, %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestSecretsStoreOverMoto(t *testing.T) {
+	m := awstest.SharedMoto(t)
+	api := secretsmanager.NewFromConfig(m.Config(t.Context()), func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(m.Endpoint()) })
+	s := secretsStore{api: api, prefix: awstest.UniqueName("auth") + "/"}
+	ctx := t.Context()
+	if _, ok, err := s.Read(ctx, "v1"); ok || err != nil {
+		t.Fatalf("missing vault: %v %v", ok, err)
+	}
+	for i, exists := range []bool{false, true} {
+		doc := fmt.Sprintf(`{"credentials":[{"server_url":"https://a.example/mcp","token":"t%d"}]}`, i)
+		if err := s.Write(ctx, "v1", []byte(doc), exists); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.Read(ctx, "v1")
+		if !ok || err != nil || string(got) != doc {
+			t.Fatalf("read back %s %v %v, want %s", got, ok, err, doc)
+		}
+	}
+}

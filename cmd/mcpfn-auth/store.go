@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/mcpfn/mcpfn/shared/onboard"
+	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/vault"
+)
+
+// vaultStore reads and writes one vault's JSON document; Read reports
+// false for a vault that does not exist yet.
+type vaultStore interface {
+	Read(ctx context.Context, vaultID string) ([]byte, bool, error)
+	Write(ctx context.Context, vaultID string, doc []byte, exists bool) error
+}
+
+// credential is the mcp_oauth credential's wire shape (docs/contract.md).
+type credential struct {
+	Type        string   `json:"type"`
+	ServerURL   string   `json:"server_url"`
+	AccessToken string   `json:"access_token"`
+	ExpiresAt   string   `json:"expires_at,omitempty"`
+	Refresh     *refresh `json:"refresh,omitempty"`
+}
+
+type refresh struct {
+	TokenEndpoint     string       `json:"token_endpoint"`
+	ClientID          string       `json:"client_id"`
+	RefreshToken      string       `json:"refresh_token"`
+	Scope             string       `json:"scope,omitempty"`
+	Resource          string       `json:"resource,omitempty"`
+	TokenEndpointAuth endpointAuth `json:"token_endpoint_auth"`
+}
+
+type endpointAuth struct {
+	Type         string `json:"type"`
+	ClientSecret string `json:"client_secret,omitempty"`
+}
+
+// credentialOf is the mcp_oauth credential of g for serverURL; without a
+// refresh token it has no refresh block.
+func credentialOf(serverURL string, g onboard.Grant) credential {
+	c := credential{Type: "mcp_oauth", ServerURL: serverURL, AccessToken: g.AccessToken}
+	if !g.ExpiresAt.IsZero() {
+		c.ExpiresAt = g.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	if g.RefreshToken != "" {
+		c.Refresh = &refresh{
+			TokenEndpoint: g.TokenEndpoint, ClientID: g.ClientID, RefreshToken: g.RefreshToken,
+			Scope: g.Scope, Resource: g.Resource,
+			TokenEndpointAuth: endpointAuth{Type: g.AuthMethod},
+		}
+		if g.AuthMethod != "none" {
+			c.Refresh.TokenEndpointAuth.ClientSecret = g.ClientSecret
+		}
+	}
+	return c
+}
+
+// writeCredential puts g's credential into the vault: in place of the
+// credential for the same server URL (normalised), else appended. The
+// vault's other credentials are kept as they are.
+func writeCredential(ctx context.Context, s vaultStore, vaultID, serverURL string, g onboard.Grant) error {
+	want, err := vault.NormalizeURL(serverURL)
+	if err != nil {
+		return fmt.Errorf("server URL: %w", err)
+	}
+	doc, exists, err := s.Read(ctx, vaultID)
+	if err != nil {
+		return err
+	}
+	out, err := upsert(doc, exists, want, credentialOf(serverURL, g))
+	if err != nil {
+		return fmt.Errorf("vault %s: %w", vaultID, err)
+	}
+	return s.Write(ctx, vaultID, out, exists)
+}
+
+// upsert returns doc with c in place of the credential whose server_url
+// normalises to want, or appended; a missing vault starts empty.
+func upsert(doc []byte, exists bool, want string, c credential) ([]byte, error) {
+	var v struct {
+		Credentials []json.RawMessage `json:"credentials"`
+	}
+	if exists {
+		if err := runner.Decode(doc, &v); err != nil { // exact: no case-folded or duplicate names, no trailing data
+			return nil, fmt.Errorf("%w: not a vault document (want {\"credentials\": [...]}): %w", vault.ErrVaultMalformed, err)
+		}
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	for i, old := range v.Credentials {
+		var k struct {
+			ServerURL string `json:"server_url"`
+		}
+		if json.Unmarshal(old, &k) != nil {
+			continue
+		}
+		if norm, err := vault.NormalizeURL(k.ServerURL); err == nil && norm == want {
+			v.Credentials[i] = raw
+			return json.Marshal(v)
+		}
+	}
+	v.Credentials = append(v.Credentials, raw)
+	return json.Marshal(v)
+}
+
+// origin is rawURL's scheme and host, for messages.
+func origin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// fileStore is a vault kept in a local file (for make run).
+type fileStore struct{ path string }
+
+func (f fileStore) Read(_ context.Context, _ string) ([]byte, bool, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+// Write replaces the file atomically, readable by its owner only.
+func (f fileStore) Write(_ context.Context, _ string, doc []byte, _ bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".vault-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(doc); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f.path)
+}
+
+// secretsAPI is the part of *secretsmanager.Client secretsStore uses.
+type secretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	PutSecretValue(ctx context.Context, in *secretsmanager.PutSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error)
+	CreateSecret(ctx context.Context, in *secretsmanager.CreateSecretInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.CreateSecretOutput, error)
+}
+
+// secretsStore is the vault secret <prefix><vault id>.
+type secretsStore struct {
+	api    secretsAPI
+	prefix string
+}
+
+func (s secretsStore) Read(ctx context.Context, vaultID string) ([]byte, bool, error) {
+	out, err := s.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.prefix + vaultID)})
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read vault %s: %w", vaultID, err)
+	case out.SecretString != nil:
+		return []byte(*out.SecretString), true, nil
+	}
+	return out.SecretBinary, true, nil
+}
+
+func (s secretsStore) Write(ctx context.Context, vaultID string, doc []byte, exists bool) error {
+	name := aws.String(s.prefix + vaultID)
+	var err error
+	if exists {
+		_, err = s.api.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: name, SecretString: aws.String(string(doc))})
+	} else {
+		_, err = s.api.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: name, SecretString: aws.String(string(doc))})
+	}
+	if err != nil {
+		return fmt.Errorf("write vault %s: %w", vaultID, err)
+	}
+	return nil
+}
