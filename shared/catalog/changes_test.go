@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -283,4 +284,61 @@ func TestChangedPutPastHalfRetentionRenews(t *testing.T) {
 	assertExpiry(t, client, table, start.Add(16*day))
 	catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), b)
 	assertNoOrphans(t, s, client, table, "id")
+}
+
+// lostFlip applies the first flip it sees, runs then, and answers with a
+// throttling error, as if the answer were lost: the store retries, and
+// its condition no longer holds.
+type lostFlip struct {
+	catalog.DynamoAPI
+	mu    sync.Mutex
+	armed bool
+	then  func()
+}
+
+func (l *lostFlip) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	l.mu.Lock()
+	fire := l.armed && strings.Contains(aws.ToString(in.UpdateExpression), "#manifest_chunks")
+	if fire {
+		l.armed = false
+	}
+	l.mu.Unlock()
+	out, err := l.DynamoAPI.UpdateItem(ctx, in, o...)
+	if !fire || err != nil {
+		return out, err
+	}
+	l.then()
+	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "injected after applying"}
+}
+
+// TestLostFlipThenNewerFlipKeepsSharedItems: a Put whose flip landed
+// unseen, and was replaced by a newer one that kept its items before it
+// read the head again, reports Superseded and deletes none of the items
+// the newer version references.
+func TestLostFlipThenNewerFlipKeepsSharedItems(t *testing.T) {
+	t.Parallel()
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
+	strict := catalogtest.Strict(t, client)
+	newer := catalog.NewDynamo(strict, table)
+	a := catalogtest.Listing(30, "a")
+	catalogtest.MustPut(t, newer, "id", catalogtest.Discover(a, 0))
+	b := mcp.Listing{Tools: slices.Clone(a.Tools)}
+	b.Tools[1] = catalogtest.Tool("tool-1", "b")
+	c := mcp.Listing{Tools: slices.Clone(b.Tools)}
+	c.Tools[2] = catalogtest.Tool("tool-2", "c")
+	var rc catalog.PutResult
+	l := &lostFlip{DynamoAPI: strict, armed: true, then: func() {
+		rc = catalogtest.MustPut(t, newer, "id", catalogtest.Discover(c, 2*time.Minute))
+	}}
+	s := catalog.NewDynamo(l, table, catalog.WithBackoff(time.Millisecond, 5*time.Millisecond))
+	rb := catalogtest.MustPut(t, s, "id", catalogtest.Discover(b, time.Minute))
+	if !rb.Superseded || rb.Version != rc.Version {
+		t.Fatalf("Put whose flip was replaced unseen = %+v, want superseded by %s", rb, rc.Version)
+	}
+	if diff := cmp.Diff(catalogtest.ChangesOf(nil, nil, []string{"tool-2"}), rc.Changes); diff != "" {
+		t.Errorf("the newer Put's changes, over the unseen flip (-want +got):\n%s", diff)
+	}
+	catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), c)
+	catalogtest.AssertOnlyVersion(t, s, "id", rc.Version)
+	assertNoOrphans(t, newer, client, table, "id")
 }

@@ -434,13 +434,25 @@ func (s *Dynamo) finishRetiring(ctx context.Context, id, version string, keep ma
 	}
 }
 
-// dropOwn deletes what a superseded Put wrote, best effort.
-func (s *Dynamo) dropOwn(ctx context.Context, id string, p prepared, w *writing) {
+// dropOwn deletes what a superseded Put wrote, best effort, but for the
+// items h's version references: its flip may have landed unseen and a
+// later version kept them.
+func (s *Dynamo) dropOwn(ctx context.Context, id string, h head, p prepared, w *writing) {
+	keep := map[ref]bool{}
+	if h.manifestChunks > 0 {
+		m, ok, err := s.readManifest(ctx, id, h.version)
+		if err != nil || !ok {
+			return // unknown: TTL removes what is garbage
+		}
+		keep = m.refs()
+	}
 	var reqs []types.WriteRequest
 	for i := range w.written {
 		r := ref{writer: p.key}
 		copy(r.name[:], p.entries[i].hash[:nameKeyLen])
-		reqs = append(reqs, deleteRequest(contentPK(id, toolShard(p.entries[i].hash[:], w.shards)), contentSortKey(r)))
+		if !keep[r] {
+			reqs = append(reqs, deleteRequest(contentPK(id, toolShard(p.entries[i].hash[:], w.shards)), contentSortKey(r)))
+		}
 	}
 	for n := 1; n < w.chunks; n++ {
 		reqs = append(reqs, deleteRequest(id, chunkSortKey(p.key, n)))

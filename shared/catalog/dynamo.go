@@ -223,7 +223,7 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 		switch {
 		case h.latest > p.key:
 			if w.chunks > 0 {
-				s.dropOwn(ctx, id, p, w)
+				s.dropOwn(ctx, id, h, p, w)
 			}
 			res.Version, res.Superseded = h.version, true
 			return res, nil
