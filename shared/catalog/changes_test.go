@@ -342,3 +342,63 @@ func TestLostFlipThenNewerFlipKeepsSharedItems(t *testing.T) {
 	catalogtest.AssertOnlyVersion(t, s, "id", rc.Version)
 	assertNoOrphans(t, newer, client, table, "id")
 }
+
+// TestChunkedManifests runs changes over manifests split into many items
+// (100 bytes each here; 300,000 in production): each version reads whole,
+// Lookup without the index reads the chunks, and retiring a version
+// deletes its chunks with it.
+func TestChunkedManifests(t *testing.T) {
+	t.Parallel()
+	s, c, client, table := newCounted(t, catalog.WithManifestChunkBytes(100), catalog.WithNameIndexMax(1))
+	ctx := context.Background()
+	l := catalogtest.Listing(40, "a")
+	l.Tools[5].Name = "ns.tool-5" // a mapped model name
+	l.Tools[6].Annotations = &mcp.Annotations{IdempotentHint: new(bool)}
+	step := 0
+	put := func(l mcp.Listing) catalog.PutResult {
+		t.Helper()
+		res := catalogtest.MustPut(t, s, "id", catalogtest.Discover(l, time.Duration(step)*time.Minute))
+		step++
+		catalogtest.AssertContent(t, catalogtest.MustGet(t, s, "id"), l)
+		catalogtest.AssertOnlyVersion(t, s, "id", res.Version)
+		assertNoOrphans(t, s, client, table, "id")
+		return res
+	}
+	put(l)
+	if n := len(tableKeys(t, client, table)); n < 1+40+1+10 { // head, tools, marker, chunks
+		t.Fatalf("%d items: the manifest was not split", n)
+	}
+	l.Tools = slices.Clone(l.Tools)
+	l.Tools[3] = catalogtest.Tool("tool-3", "b")
+	if res := put(l); !cmp.Equal(catalogtest.ChangesOf(nil, nil, []string{"tool-3"}), res.Changes) {
+		t.Errorf("change one: changes %+v", res.Changes)
+	}
+	l.Tools = append(slices.Clone(l.Tools[3:]), catalogtest.Tool("new", "a"))
+	res := put(l)
+	if want := catalogtest.ChangesOf([]string{"new"}, []string{"tool-0", "tool-1", "tool-2"}, nil); !cmp.Equal(want, res.Changes) {
+		t.Errorf("add one, remove three: changes %+v", res.Changes)
+	}
+	models := catalogtest.ModelNames(catalogtest.MustGet(t, s, "id").Tools)
+	for _, tc := range []struct {
+		name string
+		want catalog.Membership
+		reqs map[string]int
+	}{
+		{"tool-6", catalog.Membership{Found: true, Annotations: &mcp.Annotations{IdempotentHint: new(bool)}}, map[string]int{"GetItem": 2, "Query": 1}},
+		{models["ns.tool-5"], catalog.Membership{Found: true, Name: "ns.tool-5"}, map[string]int{"GetItem": 2, "Query": 2}},
+		{"tool-0", catalog.Membership{}, map[string]int{"GetItem": 2, "Query": 1}},
+	} {
+		c.take()
+		got, err := s.Lookup(ctx, "id", tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.want.Version, tc.want.ProtocolVersion = res.Version, "2025-11-25"
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Lookup(%s) (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.reqs, c.take()); diff != "" { // head, marker, chunks (and the partition)
+			t.Errorf("Lookup(%s): requests (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -209,7 +209,7 @@ func (s *Dynamo) writePlan(ctx context.Context, id string, p prepared, pl *plan,
 			todo = append(todo, i)
 		}
 	}
-	parts := chunks(pl.m.encode())
+	parts := chunks(pl.m.encode(), s.chunkBytes)
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
 	item := func(i int) map[string]types.AttributeValue {
 		if i < len(todo) {
@@ -388,7 +388,7 @@ func (s *Dynamo) retire(ctx context.Context, id string, pl *plan) {
 	case pl.oldRep != nil:
 		_ = s.deleteReplaced(ctx, id, pl.oldRep)
 	case pl.baseM != nil:
-		_ = s.deleteManifest(ctx, id, pl.base.version, pl.base.shards, pl.baseM, pl.m.refs())
+		_ = s.deleteManifest(ctx, id, pl.base.version, pl.base.shards, pl.base.manifestChunks, pl.baseM, pl.m.refs())
 	case pl.base.manifestChunks > 0: // expired unchecked
 		s.finishRetiring(ctx, id, pl.base.version, pl.m.refs())
 	default: // expired unchecked in the old layout: list what is left
@@ -397,15 +397,14 @@ func (s *Dynamo) retire(ctx context.Context, id string, pl *plan) {
 }
 
 // deleteManifest deletes the items m references but keep does not, then
-// version's further chunks, then its marker.
-func (s *Dynamo) deleteManifest(ctx context.Context, id, version string, shards int, m *manifest, keep map[ref]bool) error {
+// version's chunks after the first of n, then its marker.
+func (s *Dynamo) deleteManifest(ctx context.Context, id, version string, shards, n int, m *manifest, keep map[ref]bool) error {
 	var reqs []types.WriteRequest
 	for i := range m.tools {
 		if r := m.ref(i); !keep[r] {
 			reqs = append(reqs, deleteRequest(contentPK(id, toolShard(r.name[:], shards)), contentSortKey(r)))
 		}
 	}
-	n := len(chunks(m.encode()))
 	for c := 1; c < n; c++ {
 		reqs = append(reqs, deleteRequest(id, chunkSortKey(version, c)))
 	}
@@ -430,7 +429,8 @@ func (s *Dynamo) finishRetiring(ctx context.Context, id, version string, keep ma
 		return
 	}
 	if m, ok, err := s.manifestOf(ctx, id, version, marker); err == nil && ok {
-		_ = s.deleteManifest(ctx, id, version, shards, m, keep)
+		n, _ := strconv.Atoi(numberAttr(marker, attrChunks))
+		_ = s.deleteManifest(ctx, id, version, shards, n, m, keep)
 	}
 }
 
@@ -469,7 +469,7 @@ func (s *Dynamo) renewContent(ctx context.Context, id string, h head, p prepared
 	if err != nil || !ok || len(m.tools) != len(p.entries) {
 		return false, err
 	}
-	parts := chunks(m.encode())
+	parts := chunks(m.encode(), s.chunkBytes)
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
 	err = s.putItems(ctx, len(m.tools)+len(parts), func(i int) map[string]types.AttributeValue {
 		if i < len(m.tools) {

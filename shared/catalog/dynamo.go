@@ -107,6 +107,7 @@ type Dynamo struct {
 	backoffMax   time.Duration
 	nameIndexMax int
 	exceptionMax int
+	chunkBytes   int // manifest bytes per item
 }
 
 // DynamoOption configures a Dynamo store.
@@ -145,6 +146,7 @@ func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
 		backoffMax:   DefaultBackoffMax,
 		nameIndexMax: DefaultNameIndexMax,
 		exceptionMax: maxModelExceptions,
+		chunkBytes:   manifestChunkBytes,
 	}
 	for _, o := range opts {
 		o(s)

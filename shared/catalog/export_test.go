@@ -9,6 +9,9 @@ import (
 // records before Put reads the replaced version's items instead.
 func WithModelExceptionMax(n int) DynamoOption { return func(s *Dynamo) { s.exceptionMax = n } }
 
+// WithManifestChunkBytes sets the manifest bytes one item carries.
+func WithManifestChunkBytes(n int) DynamoOption { return func(s *Dynamo) { s.chunkBytes = n } }
+
 // LiveKeys returns the keys, as "pk sk", of every item the current
 // version of id needs: the head, the version's marker and manifest chunks,
 // and the tool items its manifest references.

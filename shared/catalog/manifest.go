@@ -170,12 +170,13 @@ func decodeManifest(b []byte) (*manifest, error) {
 	return m, nil
 }
 
-// chunks splits an encoded manifest into item-sized pieces; at least one.
-func chunks(b []byte) [][]byte {
+// chunks splits an encoded manifest into pieces of at most size bytes;
+// at least one.
+func chunks(b []byte, size int) [][]byte {
 	out := [][]byte{}
-	for len(b) > manifestChunkBytes {
-		out = append(out, b[:manifestChunkBytes])
-		b = b[manifestChunkBytes:]
+	for len(b) > size {
+		out = append(out, b[:size])
+		b = b[size:]
 	}
 	return append(out, b)
 }
