@@ -469,6 +469,11 @@ func (s *Dynamo) renewContent(ctx context.Context, id string, h head, p prepared
 	if err != nil || !ok || len(m.tools) != len(p.entries) {
 		return false, err
 	}
+	for i, e := range p.entries {
+		if string(m.tools[i].name[:]) != string(e.hash[:nameKeyLen]) {
+			return false, nil // not this listing's version: read the head again
+		}
+	}
 	parts := chunks(m.encode(), s.chunkBytes)
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
 	err = s.putItems(ctx, len(m.tools)+len(parts), func(i int) map[string]types.AttributeValue {
