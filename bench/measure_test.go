@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/bench/item"
+	"github.com/mcpfn/mcpfn/shared/awstest"
 )
 
 func TestSummarize(t *testing.T) {
@@ -207,6 +208,43 @@ func TestStoreCatalog(t *testing.T) {
 	}
 	if diffs != 1 {
 		t.Errorf("the variant differs in %d tools, want 1", diffs)
+	}
+	c := allChanged(b, "(all)")
+	for i := range b.Tools {
+		if c.Tools[i].Name != b.Tools[i].Name || c.Tools[i].Description == b.Tools[i].Description {
+			t.Fatalf("allChanged: tool %d is %q %q, want %q with another description", i, c.Tools[i].Name, c.Tools[i].Description, b.Tools[i].Name)
+		}
+	}
+}
+
+// TestStoreCost runs the store section's Puts against moto and holds
+// them to the section's targets: an unchanged Put is one write, one
+// changed tool at most 5 write requests and 10 items, k changed tools at
+// most 2k + 5 items.
+func TestStoreCost(t *testing.T) {
+	ctx := context.Background()
+	m := awstest.StartMoto(t)
+	cases, err := StoreCost(ctx, dynamodb.NewFromConfig(m.Config(ctx)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 4 {
+		t.Fatalf("%d cases, want 4", len(cases))
+	}
+	for i, c := range cases {
+		t.Logf("%s: %v, %d items written", c.Name, c.Counts.Requests, c.Counts.ItemsWritten)
+		if c.Result.ToolCount != StoreTools || c.Result.Unchanged != (i == 1) {
+			t.Errorf("%s: Put = %+v", c.Name, c.Result)
+		}
+	}
+	if w := cases[1].Counts.Writes(); w != 1 {
+		t.Errorf("unchanged: %d writes, want 1", w)
+	}
+	if c := cases[2].Counts; c.Writes() > 5 || c.ItemsWritten > 10 {
+		t.Errorf("one change: %d writes, %d items; want at most 5 and 10", c.Writes(), c.ItemsWritten)
+	}
+	if c := cases[3].Counts; c.ItemsWritten > 2*StoreTools+5 {
+		t.Errorf("all changed: %d items, want at most %d", c.ItemsWritten, 2*StoreTools+5)
 	}
 }
 

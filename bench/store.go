@@ -133,9 +133,19 @@ func StoreCatalog(n int, variant string) mcp.Listing {
 	return l
 }
 
+// allChanged is l with every tool's description changed by variant.
+func allChanged(l mcp.Listing, variant string) mcp.Listing {
+	out := mcp.Listing{Tools: make([]mcp.Tool, len(l.Tools))}
+	for i, t := range l.Tools {
+		t.Description += " " + variant
+		out.Tools[i] = t
+	}
+	return out
+}
+
 // StoreCost stores a StoreTools-tool catalog into a fresh table through
-// client, then stores it again unchanged, then with one tool changed, and
-// counts the requests of each Put.
+// client, then stores it again unchanged, then with one tool changed, then
+// with every tool changed, and counts the requests of each Put.
 func StoreCost(ctx context.Context, client *dynamodb.Client) ([]StoreCase, error) {
 	table := fmt.Sprintf("bench-catalog-%d", time.Now().UnixNano())
 	if err := catalog.CreateTable(ctx, client, table); err != nil {
@@ -153,6 +163,7 @@ func StoreCost(ctx context.Context, client *dynamodb.Client) ([]StoreCase, error
 		{"store a 1,000-tool catalog", StoreCatalog(StoreTools, "")},
 		{"re-store it unchanged", StoreCatalog(StoreTools, "")},
 		{"store it with one tool changed", StoreCatalog(StoreTools, "(changed)")},
+		{"store it with every tool changed", allChanged(StoreCatalog(StoreTools, "(changed)"), "(all)")},
 	}
 	var out []StoreCase
 	start := time.Now()

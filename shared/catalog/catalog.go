@@ -121,12 +121,15 @@ type Failure struct {
 // Membership answers whether a tool is in the current version of a catalog.
 // Name is set when the lookup named the tool by its model_name: the tool's
 // name as the server lists it, the one to call it by; it is empty when the
-// lookup used that name itself, or found nothing. Version, ProtocolVersion
-// and ServerDiscovery are
-// those of the latest discovery (empty when only a failure is recorded).
+// lookup used that name itself, or found nothing. Annotations holds the
+// found tool's four hints (read-only, destructive, idempotent, open-world)
+// and no other keys; nil when it sets none. Version, ProtocolVersion and
+// ServerDiscovery are those of the latest discovery (empty when only a
+// failure is recorded).
 type Membership struct {
 	Found           bool
 	Name            string
+	Annotations     *mcp.Annotations
 	Version         string
 	ProtocolVersion string
 	ServerDiscovery string

@@ -18,18 +18,30 @@ const toolHashLen = 8
 // beyond its length: JSON quotes and comma, or the stored framing.
 const changeNameCost = 8
 
-// toolHash is t's content hash: every stored field (name, description,
-// input schema, title, output schema, annotations, meta), each framed by
-// its length. The model name is not in it.
-func toolHash(t mcp.Tool) [toolHashLen]byte {
+// fieldHashLen is the bytes of a tool's field hash (fieldHash), which
+// manifests record; toolHashLen is its prefix, stored on tool items.
+const fieldHashLen = 16
+
+// fieldHash is the first 16 bytes of SHA-256 over every stored field of t
+// (name, description, input schema, title, output schema, annotations,
+// meta), each framed by its length. The model name is not in it.
+func fieldHash(t mcp.Tool) [fieldHashLen]byte {
 	h := sha256.New()
 	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema,
 		[]byte(t.Title), t.OutputSchema, encodeAnnotations(t.Annotations), t.Meta} {
 		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(f))))
 		h.Write(f)
 	}
-	var sum [toolHashLen]byte
+	var sum [fieldHashLen]byte
 	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// toolHash is t's content hash: the first 8 bytes of fieldHash.
+func toolHash(t mcp.Tool) [toolHashLen]byte {
+	f := fieldHash(t)
+	var sum [toolHashLen]byte
+	copy(sum[:], f[:])
 	return sum
 }
 

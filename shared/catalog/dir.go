@@ -62,7 +62,10 @@ type dirHead struct {
 	Names           []string  `json:"names,omitempty"` // sorted
 	// Hashes holds each of Names' tool hash (toolHash, hex), in its order;
 	// absent in versions stored before diffs, as is Changes.
-	Hashes  []string `json:"hashes,omitempty"`
+	Hashes []string `json:"hashes,omitempty"`
+	// Hints holds each of Names' hintsByte, in its order; absent before
+	// Lookup reported hints.
+	Hints   []byte   `json:"hints,omitempty"`
 	Changes *Changes `json:"changes,omitempty"` // Changes' own JSON names
 	// Models maps every model name that is not its tool's name to the name.
 	Models      map[string]string `json:"models,omitempty"`
@@ -221,8 +224,10 @@ func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.entries[a].tool.Name, p.entries[b].tool.Name) })
 	h.Names, h.Hashes = make([]string, len(p.entries)), make([]string, len(p.entries))
+	h.Hints = make([]byte, len(p.entries))
 	for i, j := range order {
 		h.Names[i], h.Hashes[i] = p.entries[j].tool.Name, hex.EncodeToString(p.entries[j].toolHash[:])
+		h.Hints[i] = hintsByte(p.entries[j].tool.Annotations)
 	}
 	h.Models = nil
 	for _, e := range p.entries {
@@ -334,10 +339,26 @@ func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, erro
 		return Membership{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	m := Membership{Version: h.Version, ProtocolVersion: h.ProtocolVersion, ServerDiscovery: h.ServerDiscovery}
-	if name, ok := h.Models[toolName]; ok {
-		m.Found, m.Name = true, name
-	} else {
-		_, m.Found = slices.BinarySearch(h.Names, toolName)
+	name := toolName
+	if n, ok := h.Models[toolName]; ok {
+		m.Found, m.Name, name = true, n, n
+	}
+	i, in := slices.BinarySearch(h.Names, name)
+	m.Found = m.Found || in
+	switch {
+	case !m.Found:
+	case len(h.Hints) == len(h.Names):
+		m.Annotations = hintsOf(h.Hints[i])
+	default: // a head from before hints: the version file has them
+		var v dirVersion
+		if err := readJSON(filepath.Join(s.catalogDir(id), h.Version+versionExt), &v); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Membership{}, err
+		}
+		for _, t := range v.Tools {
+			if t.Name == name {
+				m.Annotations = hintsOnly(t.tool().Annotations)
+			}
+		}
 	}
 	return m, nil
 }

@@ -69,6 +69,12 @@ const (
 
 	attrModelExceptions = "model_name_exceptions"
 	attrModelsInItems   = "model_names_in_items"
+
+	attrManifest       = "manifest"
+	attrChunks         = "chunks"
+	attrManifestChunks = "manifest_chunks"
+	attrNameHints      = "name_hints"
+	attrRetiring       = "retiring"
 )
 
 // Defaults of a Dynamo store.
@@ -101,6 +107,7 @@ type Dynamo struct {
 	backoffMax   time.Duration
 	nameIndexMax int
 	exceptionMax int
+	chunkBytes   int // manifest bytes per item
 }
 
 // DynamoOption configures a Dynamo store.
@@ -139,6 +146,7 @@ func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
 		backoffMax:   DefaultBackoffMax,
 		nameIndexMax: DefaultNameIndexMax,
 		exceptionMax: maxModelExceptions,
+		chunkBytes:   manifestChunkBytes,
 	}
 	for _, o := range opts {
 		o(s)
@@ -167,6 +175,9 @@ type head struct {
 	exceptions      []byte // model_name_exceptions
 	modelsInItems   bool
 	changes         []byte // encodeChanges; nil for versions stored before diffs
+	manifestChunks  int    // the version's manifest items; 0: the old layout
+	nameHints       []byte // hintsByte per nameIndex entry; nil before hints
+	retiring        string // the version the last flip replaced
 	failure         *Failure
 	serverURL       string
 	vaultIDs        []string
@@ -208,22 +219,17 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	}
 	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
 	expires := now.Add(s.retention).Unix()
-	shards := shardCount(id, p)
-	written := false
-	var (
-		rep *replaced // h's version as read for the diff, to delete after the flip
-		ch  *Changes  // the diff the last flip recorded
-	)
+	w := &writing{written: map[int]bool{}}
+	var pl *plan // against the version the flip replaces
 	for range maxRounds {
-		old := h
 		switch {
 		case h.latest > p.key:
-			if written {
-				s.dropVersion(ctx, id, p.key, shards)
+			if w.chunks > 0 {
+				s.dropOwn(ctx, id, h, p, w)
 			}
 			res.Version, res.Superseded = h.version, true
 			return res, nil
-		case !written && h.version != "" && h.hash == p.hash && !h.expired(now):
+		case w.chunks == 0 && h.version != "" && h.hash == p.hash && !h.expired(now):
 			ok, err := s.confirm(ctx, id, h, p, now)
 			if err != nil {
 				return PutResult{}, err
@@ -233,40 +239,36 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 				return res, nil
 			}
 		default:
-			if h.version == "" || h.expired(now) {
-				rep, ch = nil, allAdded(p)
-			} else if rep == nil || rep.version != h.version {
-				r, ok, err := s.readReplaced(ctx, id, h, p)
+			if pl == nil || pl.base.version != h.version {
+				np, ok, err := s.plan(ctx, id, h, p, w, now)
 				if err != nil {
 					return PutResult{}, err
 				}
 				if !ok {
 					break // h's version is being deleted: read the head again
 				}
-				rep, ch = r, r.changes
-			}
-			if !written {
-				if err := s.writeVersion(ctx, id, p.key, shards, p, expires); err != nil {
+				pl = np
+				if err := s.writePlan(ctx, id, p, pl, w, expires); err != nil {
 					return PutResult{}, err
 				}
-				written = true
 			}
-			ok, err := s.flip(ctx, id, h, p, shards, expires, ch)
+			ok, err := s.flip(ctx, id, h, p, pl, w, expires)
 			if err != nil {
 				return PutResult{}, err
 			}
 			if ok {
-				s.retire(ctx, id, old, rep)
-				res.Version, res.Changes = p.key, ch
+				s.retire(ctx, id, pl)
+				res.Version, res.Changes = p.key, pl.changes
 				return res, nil
 			}
 		}
+		var err error
 		if h, err = s.head(ctx, id); err != nil {
 			return PutResult{}, err
 		}
-		if written && h.version == p.key { // our flip landed; its answer was lost
-			s.retire(ctx, id, old, rep)
-			res.Version, res.Changes = p.key, ch
+		if w.chunks > 0 && h.version == p.key { // our flip landed; its answer was lost
+			s.retire(ctx, id, pl)
+			res.Version, res.Changes = p.key, pl.changes
 			return res, nil
 		}
 	}
@@ -286,13 +288,13 @@ func (s *Dynamo) prior(ctx context.Context, id string, h head, now time.Time) (p
 		if models != nil {
 			return nil
 		}
-		tools, _, err := s.readVersion(ctx, id, h.version, h.shards)
+		tools, _, _, err := s.readVersion(ctx, id, h)
 		if err != nil {
 			return err
 		}
 		models = make(map[string]string, len(tools))
 		for _, t := range tools {
-			models[t.tool.Name] = t.tool.ModelName
+			models[t.Name] = t.ModelName
 		}
 		return nil
 	}
@@ -403,16 +405,6 @@ func (s *Dynamo) readReplaced(ctx context.Context, id string, h head, p prepared
 	return r, true, nil
 }
 
-// retire deletes old, the version a flip replaced, best effort: from the
-// keys rep read when it is old's, else by listing its items.
-func (s *Dynamo) retire(ctx context.Context, id string, old head, rep *replaced) {
-	if rep != nil && rep.version == old.version {
-		_ = s.deleteReplaced(ctx, id, rep)
-		return
-	}
-	s.dropVersion(ctx, id, old.version, old.shards)
-}
-
 // deleteReplaced deletes r's items from the keys read, then its marker.
 func (s *Dynamo) deleteReplaced(ctx context.Context, id string, r *replaced) error {
 	const chunk = workers * MaxBatchItems
@@ -442,14 +434,6 @@ func (s *Dynamo) deleteReplaced(ctx context.Context, id string, r *replaced) err
 	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(r.version))}}})
 }
 
-// dropVersion deletes a superseded version, best effort: what an
-// interruption leaves, TTL removes.
-func (s *Dynamo) dropVersion(ctx context.Context, id, version string, shards int) {
-	if version != "" {
-		_ = s.deleteVersion(ctx, id, version, shards)
-	}
-}
-
 // confirm records an unchanged check with one conditional write; when the
 // version's TTL is past half its retention it first renews the items.
 func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now time.Time) (bool, error) {
@@ -463,7 +447,11 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	}
 	if h.toolsExpire-now.Unix() < int64(s.retention/2/time.Second) {
 		expires := now.Add(s.retention).Unix()
-		if err := s.writeVersion(ctx, id, h.version, h.shards, p, expires); err != nil {
+		if h.manifestChunks > 0 {
+			if ok, err := s.renewContent(ctx, id, h, p, expires); !ok || err != nil {
+				return false, err
+			}
+		} else if err := s.writeVersion(ctx, id, h.version, h.shards, p, expires); err != nil {
 			return false, err
 		}
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
@@ -475,10 +463,10 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
 }
 
-// flip points the head at p's version, with ch, its diff against h's, if
-// no later discovery is recorded and the head still holds the version Put
-// read.
-func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards int, expires int64, ch *Changes) (bool, error) {
+// flip points the head at p's version as pl plans it over h's, with its
+// diff, if no later discovery is recorded and the head still holds the
+// version Put read. It records h's version as the one to retire.
+func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *plan, w *writing, expires int64) (bool, error) {
 	var e expr
 	t := formatTime(p.started)
 	set := []string{
@@ -492,15 +480,22 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, shards
 		e.n(attrCheckedAt) + " = :t",
 		e.n(attrToolCount) + " = " + e.num("tc", int64(len(p.entries))),
 		e.n(attrRefusedCount) + " = " + e.num("rc", int64(len(p.refused))),
-		e.n(attrToolsExpire) + " = " + e.num("exp", expires),
-		e.n(attrShards) + " = " + e.num("shards", int64(shards)),
-		e.n(attrChanges) + " = " + e.b("ch", encodeChanges(ch)),
+		e.n(attrToolsExpire) + " = " + e.num("exp", pl.toolsExpire(expires)),
+		e.n(attrShards) + " = " + e.num("shards", int64(w.shards)),
+		e.n(attrChanges) + " = " + e.b("ch", encodeChanges(pl.changes)),
+		e.n(attrManifestChunks) + " = " + e.num("mc", int64(w.chunks)),
 	}
 	var remove []string
 	if len(p.entries) <= s.nameIndexMax {
-		set = append(set, e.n(attrNameIndex)+" = "+e.b("ix", nameIndex(p.entries)))
+		set = append(set, e.n(attrNameIndex)+" = "+e.b("ix", nameIndex(p.entries)),
+			e.n(attrNameHints)+" = "+e.b("nh", nameHints(p.entries)))
 	} else {
-		remove = append(remove, e.n(attrNameIndex))
+		remove = append(remove, e.n(attrNameIndex), e.n(attrNameHints))
+	}
+	if h.version != "" {
+		set = append(set, e.n(attrRetiring)+" = "+e.s("rt", h.version))
+	} else {
+		remove = append(remove, e.n(attrRetiring))
 	}
 	switch exc, ok := modelExceptions(p.entries, s.exceptionMax); {
 	case !ok:
@@ -544,8 +539,9 @@ func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr
 	return err == nil, err
 }
 
-// writeVersion puts version's marker and its tool and refusal items,
-// spread over shards partitions. Items are built batch by batch as they
+// writeVersion puts version's marker and its tool and refusal items in
+// the old layout, spread over shards partitions; only the renewal of a
+// version stored in it writes them. Items are built batch by batch as they
 // are sent, so only the batches in flight exist at once.
 func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards int, p prepared, expires int64) error {
 	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
@@ -558,35 +554,8 @@ func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards in
 			return marker
 		case i <= len(p.entries):
 			e := p.entries[i-1]
-			item := itemKey(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]))
+			item := toolItem(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]), e, exp)
 			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
-			item[TTLAttribute] = exp
-			item[attrToolHash] = &types.AttributeValueMemberB{Value: e.toolHash[:]}
-			if e.tool.ModelName != e.tool.Name {
-				item[attrModelName] = &types.AttributeValueMemberS{Value: e.tool.ModelName}
-			}
-			if e.zipped != nil {
-				item[attrZipped] = &types.AttributeValueMemberB{Value: e.zipped}
-				return item
-			}
-			t := e.tool
-			item[attrName] = &types.AttributeValueMemberS{Value: t.Name}
-			item[attrSchema] = &types.AttributeValueMemberB{Value: t.InputSchema}
-			optS := func(name, v string) {
-				if v != "" {
-					item[name] = &types.AttributeValueMemberS{Value: v}
-				}
-			}
-			optB := func(name string, v []byte) {
-				if len(v) > 0 {
-					item[name] = &types.AttributeValueMemberB{Value: v}
-				}
-			}
-			optS(attrDescription, t.Description)
-			optS(attrTitle, t.Title)
-			optB(attrOutputSchema, t.OutputSchema)
-			optB(attrAnnotations, encodeAnnotations(t.Annotations))
-			optB(attrMeta, t.Meta)
 			return item
 		default:
 			seq := i - 1 - len(p.entries)
@@ -660,30 +629,45 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 			}
 			c.ChangedAt = h.discoveredAt
 		}
-		tools, refused, err := s.readVersion(ctx, id, h.version, h.shards)
+		tools, refused, whole, err := s.readVersion(ctx, id, h)
 		if err != nil {
 			return nil, err
 		}
-		if len(tools) != h.toolCount || len(refused) != h.refusedCount {
+		if !whole || len(tools) != h.toolCount || len(refused) != h.refusedCount {
 			continue // the version was replaced and is being deleted
 		}
-		slices.SortFunc(tools, func(a, b seqTool) int { return a.seq - b.seq })
-		slices.SortFunc(refused, func(a, b seqRefusal) int { return a.seq - b.seq })
-		c.Tools = make([]mcp.Tool, len(tools))
-		for i, t := range tools {
-			c.Tools[i] = t.tool
-		}
-		c.Refused = make([]mcp.Refusal, len(refused))
-		for i, r := range refused {
-			c.Refused[i] = r.refusal
-		}
+		c.Tools, c.Refused = tools, refused
 		return c, nil
 	}
 	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
 }
 
-// readVersion reads every item of version, its shards in parallel.
-func (s *Dynamo) readVersion(ctx context.Context, id, version string, shards int) ([]seqTool, []seqRefusal, error) {
+// readVersion reads h's version, in listing order, in either layout.
+// whole is false when items are missing: the version is being deleted.
+func (s *Dynamo) readVersion(ctx context.Context, id string, h head) (tools []mcp.Tool, refused []mcp.Refusal, whole bool, err error) {
+	if h.manifestChunks > 0 {
+		return s.readContent(ctx, id, h)
+	}
+	ts, rs, err := s.readOld(ctx, id, h.version, h.shards)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	slices.SortFunc(ts, func(a, b seqTool) int { return a.seq - b.seq })
+	slices.SortFunc(rs, func(a, b seqRefusal) int { return a.seq - b.seq })
+	tools = make([]mcp.Tool, len(ts))
+	for i, t := range ts {
+		tools[i] = t.tool
+	}
+	refused = make([]mcp.Refusal, len(rs))
+	for i, r := range rs {
+		refused[i] = r.refusal
+	}
+	return tools, refused, len(tools) == h.toolCount && len(refused) == h.refusedCount, nil
+}
+
+// readOld reads every item of version in the old layout, its shards in
+// parallel.
+func (s *Dynamo) readOld(ctx context.Context, id, version string, shards int) ([]seqTool, []seqRefusal, error) {
 	var (
 		mu      sync.Mutex
 		tools   []seqTool
@@ -747,35 +731,15 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		if h.expired(s.now()) {
 			return Membership{}, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
 		}
-		sure := true // an absence was seen in items that certainly exist
-		if digits := mappedDigits(toolName); digits != "" {
-			name, found, seen, err := s.byModelName(ctx, id, h, toolName, digits)
-			if err != nil {
-				return Membership{}, err
-			}
-			if found {
-				m.Found, m.Name = true, name
-				return m, nil
-			}
-			sure = seen
+		look := s.lookupOld
+		if h.manifestChunks > 0 {
+			look = s.lookupContent
 		}
-		if h.nameIndexStored {
-			m.Found = indexContains(h.nameIndex, toolName)
-		} else {
-			hash := sha256Of(toolName)
-			item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
-			if err != nil {
-				return Membership{}, err
-			}
-			if item != nil {
-				t, err := decodeToolFields(item)
-				if err != nil {
-					return Membership{}, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
-				}
-				m.Found = t.Name == toolName
-			}
-			sure = sure && item != nil
+		found, sure, err := look(ctx, id, h, toolName)
+		if err != nil {
+			return Membership{}, err
 		}
+		m.Found, m.Name, m.Annotations = found.Found, found.Name, found.Annotations
 		if sure {
 			return m, nil
 		}
@@ -790,11 +754,49 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 	return Membership{}, fmt.Errorf("%w: catalog %q changed %d times during one lookup", ErrUnavailable, id, maxRounds)
 }
 
+// lookupOld answers Lookup in h's version in the old layout: the name
+// index, or the tool's item; a hint read costs a GetItem of the found
+// tool's item. sure is false when an absence was seen in items that may
+// have been deleted.
+func (s *Dynamo) lookupOld(ctx context.Context, id string, h head, toolName string) (m Membership, sure bool, err error) {
+	sure = true
+	if digits := mappedDigits(toolName); digits != "" {
+		t, found, seen, err := s.byModelName(ctx, id, h, toolName, digits)
+		if err != nil {
+			return m, false, err
+		}
+		if found {
+			m.Found, m.Name, m.Annotations = true, t.Name, hintsOnly(t.Annotations)
+			return m, true, nil
+		}
+		sure = seen
+	}
+	if h.nameIndexStored && !indexContains(h.nameIndex, toolName) {
+		return m, sure, nil
+	}
+	hash := sha256Of(toolName)
+	item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
+	if err != nil {
+		return m, false, err
+	}
+	if item != nil {
+		t, err := decodeToolFields(item)
+		if err != nil {
+			return m, false, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
+		}
+		m.Found, m.Annotations = t.Name == toolName, hintsOnly(t.Annotations)
+	} else if h.nameIndexStored {
+		m.Found = true // indexed; its item is being deleted with the version
+		sure = false
+	}
+	return m, sure && item != nil, nil
+}
+
 // byModelName finds the tool of h's version whose model name is model,
 // which ends in the hex digits of sha256 of that tool's name: one Query of
 // the tool items whose keys start with them. seen reports whether any
 // item was there.
-func (s *Dynamo) byModelName(ctx context.Context, id string, h head, model, digits string) (name string, found, seen bool, err error) {
+func (s *Dynamo) byModelName(ctx context.Context, id string, h head, model, digits string) (tool mcp.Tool, found, seen bool, err error) {
 	prefix, _ := hex.DecodeString(digits[:4]) // mappedDigits checked the hex
 	pk := versionPK(id, h.version, toolShard(prefix, h.shards))
 	err = s.queryPrefix(ctx, pk, "t#"+digits, func(item map[string]types.AttributeValue) error {
@@ -804,11 +806,11 @@ func (s *Dynamo) byModelName(ctx context.Context, id string, h head, model, digi
 			return fmt.Errorf("catalog: %q tool %q: %w", id, model, err)
 		}
 		if t.ModelName == model {
-			name, found = t.Name, true
+			tool, found = t, true
 		}
 		return nil
 	})
-	return name, found, seen, err
+	return tool, found, seen, err
 }
 
 // RecordFailure records f as the last failure of id unless a later one is
@@ -870,6 +872,9 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 		h.nameIndex, h.nameIndexStored = b.Value, true
 	}
 	h.exceptions = binaryAttr(item, attrModelExceptions)
+	h.manifestChunks, _ = strconv.Atoi(numberAttr(item, attrManifestChunks))
+	h.nameHints = binaryAttr(item, attrNameHints)
+	h.retiring = stringAttr(item, attrRetiring)
 	h.changes = binaryAttr(item, attrChanges)
 	if b, ok := item[attrModelsInItems].(*types.AttributeValueMemberBOOL); ok {
 		h.modelsInItems = b.Value

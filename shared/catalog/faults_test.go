@@ -271,8 +271,9 @@ func TestSingleFaultsAreRetried(t *testing.T) {
 		{"GetItem", 1},        // reading the head
 		{"BatchWriteItem", 2}, // writing the new version's tools
 		{"UpdateItem", 1},     // the flip
-		{"Query", 1},          // listing the old version's items
-		{"BatchWriteItem", 3}, // deleting them
+		{"GetItem", 2},        // reading the old manifest
+		{"Query", 1},          // reading the 20 removed tools' names
+		{"BatchWriteItem", 3}, // deleting the old tools
 	}
 	for _, f := range []fault{throttle, throttling, serverError, dropBefore, dropAfter} {
 		for _, o := range ops {
@@ -307,9 +308,9 @@ func TestSingleFaultsAreRetried(t *testing.T) {
 // the TTL attribute. A later Put succeeds.
 func TestOutagesKeepTheCatalogWhole(t *testing.T) {
 	t.Parallel()
-	// A replacing Put of b over a: GetItem, 2 BatchWriteItems, UpdateItem,
-	// Query, 2+1 BatchWriteItems.
-	const requests = 8
+	// A replacing Put of b over a: 2 GetItems, Query, 2 BatchWriteItems,
+	// UpdateItem, 2+1 BatchWriteItems.
+	const requests = 9
 	for _, f := range []fault{throttle, dropAfter} {
 		for n := 1; n <= requests+1; n++ {
 			t.Run(fmt.Sprintf("%s from %d", f, n), func(t *testing.T) {

@@ -51,7 +51,8 @@ type entry struct {
 	seq    int
 	hash   [sha256.Size]byte // of the name: the item key and the name index
 	zipped []byte            // non-nil: stored compressed (encodeTool, gzip)
-	// toolHash is the tool's content hash (toolHash), stored on its item.
+	// fields is the tool's fieldHash; toolHash its prefix, stored on its item.
+	fields   [fieldHashLen]byte
 	toolHash [toolHashLen]byte
 	size     int // of its item, in DynamoDB's accounting
 }
@@ -87,7 +88,8 @@ func prepare(id string, d Discovery) prepared {
 			continue
 		}
 		seen[t.Name] = true
-		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name)), toolHash: toolHash(t)}
+		e := entry{tool: t, seq: len(p.entries), hash: sha256.Sum256([]byte(t.Name)), fields: fieldHash(t)}
+		copy(e.toolHash[:], e.fields[:])
 		plain := plainItemSize(id, t)
 		e.size = plain
 		if plain > MaxItemBytes || !utf8.ValidString(t.Name) || !utf8.ValidString(t.Description) || !utf8.ValidString(t.Title) {
@@ -338,6 +340,12 @@ func nameIndex(entries []entry) []byte {
 
 // indexContains reports whether name's hash is in a nameIndex.
 func indexContains(index []byte, name string) bool {
+	_, ok := indexFind(index, name)
+	return ok
+}
+
+// indexFind returns the position of name's hash in a nameIndex.
+func indexFind(index []byte, name string) (int, bool) {
 	sum := sha256.Sum256([]byte(name))
 	want := binary.BigEndian.Uint64(sum[:8])
 	n := len(index) / 8
@@ -350,7 +358,7 @@ func indexContains(index []byte, name string) bool {
 			hi = mid
 		}
 	}
-	return lo < n && binary.BigEndian.Uint64(index[8*lo:]) == want
+	return lo, lo < n && binary.BigEndian.Uint64(index[8*lo:]) == want
 }
 
 func truncRefusal(r mcp.Refusal) mcp.Refusal {

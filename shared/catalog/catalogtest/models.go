@@ -273,3 +273,39 @@ func testModelNamesExhausted(t *testing.T, s Store) {
 	}
 	AssertContent(t, MustGet(t, s, "exhausted-all"), mcp.Listing{Tools: l.Tools[1:], Refused: res.Refused})
 }
+
+// testLookupHints: Lookup reports the found tool's four hints, by name
+// and by model name, and nothing else of its annotations; nil for a tool
+// without hints and for an absent one. A changed hint is a new version
+// whose Lookup reports it.
+func testLookupHints(t *testing.T, s Store) {
+	idem := &mcp.Annotations{IdempotentHint: hint(true), ReadOnlyHint: hint(false), OpenWorldHint: hint(true)}
+	l := mcp.Listing{Tools: []mcp.Tool{
+		FullTool("full", "a"), // read-only, not destructive, other keys
+		{Name: "ns.write", InputSchema: json.RawMessage(`{}`), Annotations: idem},
+		{Name: "bare-hints", InputSchema: json.RawMessage(`{}`), Annotations: &mcp.Annotations{Other: json.RawMessage(`{"title":"x"}`)}},
+		Tool("plain", "a"),
+	}}
+	for step := range 3 {
+		res := MustPut(t, s, "hints", Discover(l, time.Duration(step)*time.Minute))
+		models := ModelNames(MustGet(t, s, "hints").Tools)
+		want := map[string]*mcp.Annotations{
+			"full":       {ReadOnlyHint: l.Tools[0].Annotations.ReadOnlyHint, DestructiveHint: l.Tools[0].Annotations.DestructiveHint},
+			"ns.write":   l.Tools[1].Annotations,
+			"bare-hints": nil,
+			"plain":      nil,
+		}
+		for name, hints := range want {
+			m := catalog.Membership{Found: true, Name: name, Annotations: hints, Version: res.Version, ProtocolVersion: "2025-11-25"}
+			assertLookup(t, s, "hints", name, m)
+			assertLookup(t, s, "hints", models[name], m)
+		}
+		assertLookup(t, s, "hints", "absent", catalog.Membership{Version: res.Version, ProtocolVersion: "2025-11-25"})
+		switch step {
+		case 0: // unchanged next
+		case 1:
+			l.Tools = slices.Clone(l.Tools)
+			l.Tools[1].Annotations = &mcp.Annotations{DestructiveHint: hint(true)}
+		}
+	}
+}

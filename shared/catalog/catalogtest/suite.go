@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Changes", testChanges},
 		{"ChangesRace", testChangesRace},
 		{"ChangesBound", testChangesBound},
+		{"LookupHints", testLookupHints},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
