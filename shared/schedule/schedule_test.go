@@ -602,3 +602,49 @@ func TestSenderOverSQS(t *testing.T) {
 		t.Errorf("message bodies (-want +got):\n%s", diff)
 	}
 }
+
+// cancelAfter cancels a context after n UpdateItems have been answered.
+type cancelAfter struct {
+	schedule.DynamoAPI
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.DynamoAPI.UpdateItem(ctx, in, o...)
+	if c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+	return out, err
+}
+
+// TestBudgetEndsMidPage: the sweep's context ends after a few claims; what
+// it claimed is still sent, nothing more is claimed, and the next sweep
+// enqueues the rest: every catalog once.
+func TestBudgetEndsMidPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, schedule.Options{})
+	for i := range 20 {
+		f.put(t, fmt.Sprintf("c%02d", i), 0, nil)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	api := &cancelAfter{DynamoAPI: f.strict, cancel: cancel}
+	api.n.Store(3)
+	s := schedule.New(api, f.table, schedule.Options{Now: f.clock.Now})
+	f.clock.Set(catalogtest.T0.Add(time.Hour))
+	q := &queue{}
+	sw, err := s.Sweep(ctx, q)
+	if err != nil || sw.Complete || sw.Enqueued < 3 || sw.Enqueued == 20 {
+		t.Fatalf("Sweep = %+v, %v; want an incomplete sweep that sent at least its 3 claims", sw, err)
+	}
+	first := q.take()
+	if len(first) != sw.Enqueued {
+		t.Errorf("enqueued %v, want %d", first, sw.Enqueued)
+	}
+	f.sweep(t, q, time.Hour+time.Second)
+	all := append(first, q.take()...)
+	slices.Sort(all)
+	if len(all) != 20 || len(slices.Compact(slices.Clone(all))) != 20 {
+		t.Errorf("over two sweeps enqueued %v, want each of the 20 once", all)
+	}
+}

@@ -53,9 +53,10 @@ const sendBatch = 10
 // items a page), the shards in parallel, and claims each entry with an
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
-// retry_after instead. A request q does not send has its claim undone. It
-// stops at a page boundary when ctx ends (Complete false, no error); an
-// error is a DynamoDB failure other than a lost claim.
+// retry_after instead. A request q does not send has its claim undone.
+// When ctx ends it claims nothing more, sends what it claimed (for at most
+// a second more) and returns Complete false, no error; an error is a
+// DynamoDB failure other than a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer) (Swept, error) {
 	now := t.opts.Now()
 	results := make([]Swept, catalog.DueShards)
@@ -111,44 +112,43 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
 		}
 		var claimed []claim
+		var stop error   // a claim failed: send what is claimed, then stop
+		var lost []claim // a claim cut off by the end of ctx: it may have landed
 		for _, item := range out.Items {
+			if ctx.Err() != nil {
+				break // the budget ended: the rest stay due
+			}
 			e := readEntry(item)
 			sw.Due++
 			if e.overdue3x(now) {
 				sw.Overdue3x++
 			}
-			if e.retryAfter > now.Unix() {
-				ok, err := t.move(ctx, e, e.retryAfter)
-				if err != nil {
-					return sw, err
-				}
-				if ok {
-					sw.BackingOff++
-				}
-				continue
+			next, backingOff := now.Add(e.interval).Unix(), e.retryAfter > now.Unix()
+			if backingOff {
+				next = e.retryAfter
 			}
-			next := now.Add(e.interval).Unix()
 			ok, err := t.move(ctx, e, next)
 			if err != nil {
-				return sw, err
+				if ctx.Err() == nil {
+					stop = err
+				} else if !backingOff {
+					lost = append(lost, claim{req: e.req, seen: e.nextDue, wrote: next})
+				}
+				break
 			}
-			if ok {
+			switch {
+			case ok && backingOff:
+				sw.BackingOff++
+			case ok:
 				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
 			}
 		}
-		for i := 0; i < len(claimed); i += sendBatch {
-			batch := claimed[i:min(i+sendBatch, len(claimed))]
-			reqs := make([]Request, len(batch))
-			for j, e := range batch {
-				reqs[j] = e.req
-			}
-			for j, serr := range q.Enqueue(ctx, reqs) {
-				if serr == nil {
-					sw.Enqueued++
-					continue
-				}
-				t.unclaim(ctx, batch[j])
-			}
+		sw.Enqueued += t.send(ctx, q, claimed, lost)
+		if stop != nil {
+			return sw, stop
+		}
+		if ctx.Err() != nil {
+			return sw, nil
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			sw.Complete = true
@@ -156,6 +156,42 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// sendGrace bounds sending what a sweep claimed, and undoing what it could
+// not send, once its context has ended.
+const sendGrace = time.Second
+
+// send enqueues the claimed catalogs, sendBatch at a time, undoes the claim
+// of each one q did not take and each lost one, and returns how many it
+// sent. It runs on for at most sendGrace after ctx ends: a claimed catalog
+// is sent or released.
+func (t *Table) send(ctx context.Context, q Enqueuer, claimed, lost []claim) int {
+	if len(claimed)+len(lost) == 0 {
+		return 0
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })()
+	for _, c := range lost {
+		t.unclaim(sctx, c)
+	}
+	sent := 0
+	for i := 0; i < len(claimed); i += sendBatch {
+		batch := claimed[i:min(i+sendBatch, len(claimed))]
+		reqs := make([]Request, len(batch))
+		for j, c := range batch {
+			reqs[j] = c.req
+		}
+		for j, err := range q.Enqueue(sctx, reqs) {
+			if err == nil {
+				sent++
+				continue
+			}
+			t.unclaim(sctx, batch[j])
+		}
+	}
+	return sent
 }
 
 // move sets e's next_due to next if it is still the one the index
