@@ -77,6 +77,12 @@ var eventChecks = map[string]eventCheck{
 		checkCatalog(t, s, "example", era)
 		checkCatalog(t, s, "example-mirror", era)
 	}},
+	"discover-sweep.json": {check: func(t *testing.T, s *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
+		// The catalogs the discover events stored are due in an hour.
+		if got := strings.TrimSpace(string(res.Payload)); got != `{"swept":{"due":0,"enqueued":0,"backing_off":0}}` {
+			t.Errorf("sweep answered %q, want nothing due", got)
+		}
+	}},
 	"discover-sqs-task-token.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, reports []runnertest.TaskReport) {
 		if got := batchFailures(t, res); len(got) != 0 {
 			t.Errorf("batch item failures %v, want none", got)

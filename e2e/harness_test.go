@@ -41,6 +41,7 @@ type stack struct {
 	callsTable    string
 	secretsPrefix string
 	dlq           map[string]string // function name → DLQ URL
+	discoverQueue string            // MCPFN_DISCOVER_QUEUE_URL of both functions
 	tasks         *runnertest.TaskRecorder
 	discover      *rietest.Function
 	call          *rietest.Function
@@ -78,6 +79,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		s.dlq[fn] = aws.ToString(out.QueueUrl)
 	}
+	out, err := s.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-discover")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.discoverQueue = aws.ToString(out.QueueUrl)
 	s.tasks = runnertest.NewTaskRecorder()
 	t.Cleanup(s.tasks.Close)
 
@@ -88,6 +94,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		"AWS_ENDPOINT_URL_SFN="+s.tasks.URL,
 		"MCPFN_EGRESS_ALLOW="+strings.Join(o.allow, ","),
 		"MCPFN_CATALOG_TABLE="+s.catalogTable,
+		"MCPFN_DISCOVER_QUEUE_URL="+s.discoverQueue,
 		"MCPFN_SECRETS_PREFIX="+s.secretsPrefix,
 		"MCPFN_LOG_LEVEL=INFO",
 	)
@@ -200,10 +207,17 @@ func summaries(logs []string) []summary {
 // returns their bodies.
 func (s *stack) drainDLQ(t *testing.T, fn string) []string {
 	t.Helper()
+	return s.drain(t, s.dlq[fn])
+}
+
+// drain receives and deletes every message of the queue at url and
+// returns their bodies.
+func (s *stack) drain(t *testing.T, url string) []string {
+	t.Helper()
 	var bodies []string
 	for {
 		out, err := s.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(s.dlq[fn]), MaxNumberOfMessages: 10,
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +228,7 @@ func (s *stack) drainDLQ(t *testing.T, fn string) []string {
 		for _, m := range out.Messages {
 			bodies = append(bodies, aws.ToString(m.Body))
 			if _, err := s.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{
-				QueueUrl: aws.String(s.dlq[fn]), ReceiptHandle: m.ReceiptHandle,
+				QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle,
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -78,6 +78,13 @@ func decodeObject(b []byte) (map[string]any, bool) {
 	return m, true
 }
 
+// isSweep reports whether the event is the sweep, {"sweep": {...}}.
+func (inv invocation) isSweep() bool {
+	top, ok := decodeObject(inv.payload)
+	_, sweep := top["sweep"]
+	return ok && sweep
+}
+
 // catalogIDs returns the catalog ids the event's requests name, in order.
 func (inv invocation) catalogIDs() []string {
 	var ids []string

@@ -10,7 +10,10 @@
 //	go run ./cmd/localrun [-event events/NAME.json] [-v] [-store auto|moto|dir]
 //
 // Without -event it runs discover and then call with the direct-invocation
-// samples. Every server_url that names a placeholder host (example.com and
+// samples, then the sweep. Before a sweep event it makes every catalog it
+// discovered due now (next_due set to the present on the head, which a
+// deployed stack reaches by waiting the refresh interval) and after it
+// prints the discover requests the sweep enqueued. Every server_url that names a placeholder host (example.com and
 // the other reserved example domains) is replaced by the example server's URL.
 package main
 
@@ -22,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -29,7 +33,7 @@ import (
 )
 
 // Default events of a run without -event: discover, then call.
-var defaultEvents = []string{"events/discover-direct.json", "events/call-direct.json"}
+var defaultEvents = []string{"events/discover-direct.json", "events/call-direct.json", "events/discover-sweep.json"}
 
 type options struct {
 	rie       string
@@ -101,6 +105,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	p := &printer{w: stdout}
 	p.stack(st)
 
+	var discovered []string
 	for _, inv := range invs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -117,10 +122,31 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 				if err := invokeAndPrint(ctx, st, p, pre); err != nil {
 					return err
 				}
+				discovered = append(discovered, id)
+			}
+		}
+		if inv.isSweep() && st.moto != nil {
+			p.makingDue(discovered)
+			if err := st.makeDue(ctx, discovered); err != nil {
+				return err
 			}
 		}
 		if err := invokeAndPrint(ctx, st, p, inv); err != nil {
 			return err
+		}
+		if inv.function == "discover" {
+			for _, id := range inv.catalogIDs() {
+				if !slices.Contains(discovered, id) {
+					discovered = append(discovered, id)
+				}
+			}
+		}
+		if inv.isSweep() {
+			queued, err := st.takeQueued(ctx)
+			if err != nil {
+				return err
+			}
+			p.queued(queued)
 		}
 	}
 	return nil

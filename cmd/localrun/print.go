@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -53,6 +54,8 @@ func (p *printer) result(inv invocation, res rietest.Result) {
 		p.toolResult(res.Payload)
 	case probe["tool_count"] != nil:
 		p.discovery(res.Payload)
+	case probe["swept"] != nil:
+		p.swept(res.Payload)
 	default:
 		p.f("  result: %s\n", indentJSON(res.Payload, "  "))
 	}
@@ -83,6 +86,51 @@ func (p *printer) discovery(payload []byte) {
 	p.f("  discovered %d tools (%d refused) into catalog %q: %s %s\n", r.ToolCount, len(r.Refused), r.CatalogID, change, r.Version)
 	p.f("  server %s %s, protocol %s; %d requests, %d bytes, %d ms\n",
 		r.Server.Name, r.Server.Version, r.ProtocolVersion, r.Requests, r.ResponseBytes, r.DurationMS)
+}
+
+func (p *printer) swept(payload []byte) {
+	var r struct {
+		Swept struct {
+			Due        int `json:"due"`
+			Enqueued   int `json:"enqueued"`
+			BackingOff int `json:"backing_off"`
+		} `json:"swept"`
+	}
+	if err := json.Unmarshal(payload, &r); err != nil {
+		p.f("  result: %s\n", payload)
+		return
+	}
+	p.f("  swept: %d due, %d enqueued, %d backing off\n", r.Swept.Due, r.Swept.Enqueued, r.Swept.BackingOff)
+}
+
+func (p *printer) makingDue(ids []string) {
+	for _, id := range ids {
+		p.f("\n  (localrun makes catalog %q due now: it sets the head's next_due to the present, as its refresh interval passing would)\n", id)
+	}
+}
+
+// queued prints the discover requests on the discover queue: catalog,
+// server origin (never its path or query) and vaults.
+func (p *printer) queued(bodies []string) {
+	if len(bodies) == 0 {
+		p.f("  discover queue: empty\n")
+	}
+	for _, b := range bodies {
+		var r struct {
+			CatalogID string   `json:"catalog_id"`
+			ServerURL string   `json:"server_url"`
+			VaultIDs  []string `json:"vault_ids"`
+		}
+		if json.Unmarshal([]byte(b), &r) != nil {
+			p.f("  discover queue: a message that is not a discover request\n")
+			continue
+		}
+		origin := "?"
+		if u, err := url.Parse(r.ServerURL); err == nil {
+			origin = u.Scheme + "://" + u.Host
+		}
+		p.f("  discover queue: a discover request for catalog %q (server %s, vaults %v)\n", r.CatalogID, origin, r.VaultIDs)
+	}
 }
 
 func (p *printer) toolResult(payload []byte) {

@@ -88,3 +88,31 @@ func TestStoreFallsBackToTheDirectoryWithoutMoto(t *testing.T) {
 		t.Error("-store moto without moto succeeded")
 	}
 }
+
+// TestRunShowsASweep is `make run` over moto: discover the example
+// server, then the sample sweep finds the catalog (made due by localrun)
+// and enqueues one discover request for it.
+func TestRunShowsASweep(t *testing.T) {
+	var out, logs bytes.Buffer
+	o := options{
+		events:  []string{"../../events/discover-direct.json", "../../events/discover-sweep.json"},
+		timeout: 30 * time.Second,
+		store:   "moto",
+	}
+	if err := run(t.Context(), o, &out, &logs); err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, &out)
+	}
+	got := out.String()
+	for _, want := range []string{
+		`localrun makes catalog "example" due now`,
+		"swept: 1 due, 1 enqueued, 0 backing off",
+		`discover queue: a discover request for catalog "example" (server http://127.0.0.1:`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "/mcp)") {
+		t.Errorf("the output names the server's path:\n%s", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -33,6 +34,7 @@ const (
 	callsTable   = "mcpfn-calls"
 	discoverDLQ  = "mcpfn-discover-dlq"
 	callDLQ      = "mcpfn-call-dlq"
+	discoverQ    = "mcpfn-discover"
 )
 
 // unreachable is the AWS endpoint of a run without moto: a loopback port
@@ -51,6 +53,7 @@ type stack struct {
 	discover  *rietest.Function
 	call      *rietest.Function
 	dlqs      map[string]string // function name → DLQ URL (moto only)
+	queueURL  string            // the discover queue (moto only)
 	closers   []func() error
 }
 
@@ -269,7 +272,63 @@ func (s *stack) provision(ctx context.Context) error {
 		}
 		s.dlqs[fn] = aws.ToString(out.QueueUrl)
 	}
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(discoverQ)})
+	if err != nil {
+		return fmt.Errorf("create queue %s: %w", discoverQ, err)
+	}
+	s.queueURL = aws.ToString(out.QueueUrl)
 	return nil
+}
+
+// makeDue sets the next_due of each catalog's head to now, as if its
+// refresh interval had passed, so that a local sweep finds it due without
+// waiting the interval. It is localrun's own shortcut (moto only); a
+// catalog off the schedule stays off (no due_shard, not in the index).
+func (s *stack) makeDue(ctx context.Context, ids []string) error {
+	db := dynamodb.NewFromConfig(s.moto.Config(ctx))
+	for _, id := range ids {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(catalogTable),
+			Key: map[string]ddbtypes.AttributeValue{
+				catalog.PartitionKey: &ddbtypes.AttributeValueMemberS{Value: id},
+				catalog.SortKey:      &ddbtypes.AttributeValueMemberS{Value: catalog.HeadSortKey},
+			},
+			UpdateExpression:          aws.String("SET #nd = :now"),
+			ConditionExpression:       aws.String("attribute_exists(#ds)"),
+			ExpressionAttributeNames:  map[string]string{"#nd": catalog.NextDueAttribute, "#ds": catalog.DueShardAttribute},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Unix(), 10)}},
+		})
+		var ccf *ddbtypes.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return fmt.Errorf("make catalog %q due: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// takeQueued receives and deletes every message on the discover queue and
+// returns their bodies; nil without moto.
+func (s *stack) takeQueued(ctx context.Context) ([]string, error) {
+	if s.moto == nil {
+		return nil, nil
+	}
+	q := sqs.NewFromConfig(s.moto.Config(ctx))
+	var bodies []string
+	for {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.queueURL), MaxNumberOfMessages: 10})
+		if err != nil {
+			return bodies, err
+		}
+		if len(out.Messages) == 0 {
+			return bodies, nil
+		}
+		for _, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return bodies, err
+			}
+		}
+	}
 }
 
 // dlqDepth returns how many messages the function's DLQ holds; 0 without
@@ -294,7 +353,7 @@ func (s *stack) functionEnv(name string) []string {
 	if s.moto == nil {
 		return nil
 	}
-	env := []string{"MCPFN_CATALOG_TABLE=" + catalogTable, "MCPFN_DLQ_URL=" + s.dlqs[name]}
+	env := []string{"MCPFN_CATALOG_TABLE=" + catalogTable, "MCPFN_DLQ_URL=" + s.dlqs[name], "MCPFN_DISCOVER_QUEUE_URL=" + s.queueURL}
 	if name == "call" {
 		env = append(env, "MCPFN_CALLS_TABLE="+callsTable)
 	}

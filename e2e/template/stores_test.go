@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -108,6 +109,12 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"}, // no resource type in IAM
 		{"CallRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"},     // no resource type in IAM
 		{"CallRole", "Results", "s3", reflect.TypeFor[render.ObjectPutter](), nil, ""},
+		{"DiscoverRole", "Schedule", "dynamodb", reflect.TypeFor[schedule.DynamoAPI](), []string{"GetItem", "UpdateItem"}, "CatalogTable"},
+		{"DiscoverRole", "DueIndex", "dynamodb", reflect.TypeFor[schedule.DynamoAPI](), []string{"Query"}, ""}, // the index ARN: TestSweepIsScheduled
+		{"DiscoverRole", "Rediscoveries", "sqs", reflect.TypeFor[schedule.QueueAPI](), nil, "DiscoverQueue"},
+		{"CallRole", "StaleRequests", "dynamodb", reflect.TypeFor[schedule.DynamoAPI](), []string{"GetItem", "UpdateItem"}, "CatalogTable"},
+		{"CallRole", "Rediscoveries", "sqs", reflect.TypeFor[schedule.QueueAPI](), []string{"SendMessage"}, "DiscoverQueue"}, // call sends one at a time
+		{"SweepSchedulerRole", "InvokeDiscover", "lambda", reflect.TypeFor[invoker](), nil, "DiscoverFunction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.role+"/"+tt.sid, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -76,6 +77,45 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 	return catalog.Membership{Found: slices.Contains(names, tool), Version: id + "-v1", ProtocolVersion: "2025-11-25"}, nil
 }
 
+// fakeStale grants one re-discovery per catalog (later ones are
+// deduplicated) and answers the head's server, headServer.
+type fakeStale struct {
+	mu      sync.Mutex
+	granted map[string]bool
+	fail    error
+}
+
+const headServer = "https://recorded.example.com/mcp"
+
+func (s *fakeStale) StaleRequest(_ context.Context, id string, fallback schedule.Request) (schedule.Request, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return schedule.Request{}, false, s.fail
+	}
+	if s.granted[id] {
+		return schedule.Request{}, false, nil
+	}
+	if s.granted == nil {
+		s.granted = map[string]bool{}
+	}
+	s.granted[id] = true
+	return schedule.Request{CatalogID: id, ServerURL: headServer, VaultIDs: fallback.VaultIDs}, true, nil
+}
+
+// fakeRediscoveries records the discover requests sent.
+type fakeRediscoveries struct {
+	mu   sync.Mutex
+	sent []schedule.Request
+}
+
+func (r *fakeRediscoveries) Send(_ context.Context, req schedule.Request) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, req)
+	return nil
+}
+
 // env is a call function over fakes: a fake MCP server and catalog, an
 // in-memory ledger and secrets, and recording Step Functions and SQS.
 type env struct {
@@ -83,6 +123,8 @@ type env struct {
 	server  *fakeServer
 	catalog *fakeCatalog
 	ledger  *ledger.Memory
+	stale   *fakeStale
+	queue   *fakeRediscoveries
 	handler *Handler
 }
 
@@ -93,14 +135,19 @@ func newEnv(t *testing.T) *env {
 		server:  &fakeServer{stats: mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 3, ResponseBytes: 412}},
 		catalog: &fakeCatalog{tools: map[string][]string{"example": {"current_time", "calculate", "word_stats"}, "failed": nil}},
 		ledger:  ledger.NewMemory(5 * time.Minute),
+		stale:   &fakeStale{},
+		queue:   &fakeRediscoveries{},
 	}
 	e.server.Conn = fakeConn{e.server}
 	e.handler = &Handler{
-		Connect:     e.server.Connect,
-		Catalog:     e.catalog,
-		Credentials: vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
-		Ledger:      e.ledger,
-		Logger:      e.Logger,
+		Connect:       e.server.Connect,
+		Catalog:       e.catalog,
+		Credentials:   vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
+		Ledger:        e.ledger,
+		Stale:         e.stale,
+		Rediscoveries: e.queue,
+		Metrics:       e.Metrics,
+		Logger:        e.Logger,
 	}
 	e.Start(t, runner.Config{Function: "call", DLQURL: dlqURL}, e.handler)
 	return e
@@ -117,7 +164,8 @@ func TestEvents(t *testing.T) {
 		slices.Sort(calls)
 		return struct {
 			runnertest.Invocation
-			ServerCalls []string `json:"server_calls"`
-		}{inv, calls}
+			ServerCalls   []string           `json:"server_calls"`
+			Rediscoveries []schedule.Request `json:"rediscoveries,omitempty"`
+		}{inv, calls, e.queue.sent}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -13,12 +14,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/startup"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/wire"
@@ -59,26 +63,46 @@ type Ledger interface {
 	Release(ctx context.Context, key string) error
 }
 
+// Stale deduplicates the re-discoveries calls request (at most one per
+// catalog per minute) and says where to discover the catalog.
+type Stale interface {
+	StaleRequest(ctx context.Context, id string, fallback schedule.Request) (schedule.Request, bool, error)
+}
+
+// Rediscoveries sends a discover request to the discover queue.
+type Rediscoveries interface {
+	Send(ctx context.Context, req schedule.Request) error
+}
+
 var (
-	_ Catalog = (*catalog.Dynamo)(nil)
-	_ Catalog = (*catalog.Dir)(nil)
-	_ Ledger  = (*ledger.Dynamo)(nil)
-	_ Ledger  = (*ledger.Memory)(nil)
+	_ Stale         = (*schedule.Table)(nil)
+	_ Rediscoveries = (*schedule.Sender)(nil)
+	_ Catalog       = (*catalog.Dynamo)(nil)
+	_ Catalog       = (*catalog.Dir)(nil)
+	_ Ledger        = (*ledger.Dynamo)(nil)
+	_ Ledger        = (*ledger.Memory)(nil)
 )
 
 // Handler runs one tool call per work item. Connect, Catalog, Credentials
 // and Ledger are required. HTTPClient nil means mcp.CallClient; Policy nil
 // means guard.Default(); Render bounds the result; Logger nil means
-// slog.Default() (used for credential hints).
+// slog.Default() (used for credential hints). A call that finds its
+// catalog stale requests a re-discovery through Stale and Rediscoveries
+// (see rediscover); either nil skips it with a warning. Metrics receives
+// the re-discoveries' EMF lines (nil: none).
 type Handler struct {
-	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
-	HTTPClient  *http.Client
-	Policy      *guard.Policy
-	Catalog     Catalog
-	Credentials runner.Vaults
-	Ledger      Ledger
-	Render      render.Options
-	Logger      *slog.Logger
+	Connect       func(ctx context.Context, cfg mcp.Config) (Conn, error)
+	HTTPClient    *http.Client
+	Policy        *guard.Policy
+	Catalog       Catalog
+	Credentials   runner.Vaults
+	Ledger        Ledger
+	Render        render.Options
+	Stale         Stale
+	Rediscoveries Rediscoveries
+	Metrics       io.Writer
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // Process implements runner.Processor: it validates the request, checks the
@@ -180,6 +204,7 @@ func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (pri
 	case m.Version == "":
 		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q cannot be checked: catalog %q has no stored tools (its discoveries failed)", req.ToolName, req.CatalogID)
 	case !m.Found:
+		h.rediscover(ctx, it, req, staleNotInCatalog)
 		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
 	it.Annotate(slog.String("catalog_version", m.Version))
@@ -209,6 +234,12 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 	if err != nil {
 		return nil, false, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
 	}
+	var stale staleReason // set below; requested once the connection is closed
+	defer func() {
+		if stale != "" {
+			h.rediscover(ctx, it, req, stale)
+		}
+	}()
 	defer func() {
 		_ = conn.Close()
 		s := conn.Stats() // after Close: the closing DELETE is one of the requests
@@ -216,6 +247,9 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		h.notePriming(it, s)
 	}()
 	result, err := conn.CallTool(octx, p.toolName, req.arguments())
+	if req.CatalogID != "" {
+		stale = staleness(err, p.protocolVersion, conn.Stats().ProtocolVersion)
+	}
 	var tr render.ToolResult
 	switch {
 	case err == nil:
@@ -244,6 +278,80 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		return nil, true, wire.Errorf(wire.ClassifyMCP(err), err, "the tool call failed")
 	}
 	return &tr, true, nil
+}
+
+// staleReason says why a call found its catalog stale; it prints as the
+// word the summary line carries as rediscovery_reason.
+type staleReason string
+
+const (
+	staleNotInCatalog    staleReason = "not_in_catalog"   // the tool is not in the catalog
+	staleUnknownTool     staleReason = "unknown_tool"     // the server does not know a catalogued tool
+	staleProtocolVersion staleReason = "protocol_changed" // the server negotiated another protocol version
+)
+
+// staleness is why a call's outcome shows its catalog stale, or "": the
+// server answered the call with JSON-RPC -32602 (invalid params, the
+// code MCP servers, go-sdk's included, give an unknown tool), or it
+// negotiated a protocol version other than the catalog's.
+func staleness(callErr error, recorded, negotiated string) staleReason {
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.As(callErr, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams:
+		return staleUnknownTool
+	case recorded != "" && negotiated != "" && recorded != negotiated:
+		return staleProtocolVersion
+	}
+	return ""
+}
+
+// Re-discovery outcomes on the summary line (rediscovery).
+const (
+	rediscoveryRequested    = "requested"    // a discover request is on the queue
+	rediscoveryDeduplicated = "deduplicated" // another call requested one within the minute
+	rediscoverySkipped      = "skipped"      // no discover queue or no schedule configured
+	rediscoveryFailed       = "failed"       // the store or the queue failed; logged
+)
+
+// rediscover requests one re-discovery of the call's catalog, for reason:
+// deduplicated through Stale, sent through Rediscoveries to the server and
+// vaults the catalog's head records (else the call's own). It changes
+// nothing in the call's answer; the summary line says what happened.
+func (h *Handler) rediscover(ctx context.Context, it *runner.Item, req Request, reason staleReason) {
+	it.Annotate(slog.String("rediscovery_reason", string(reason)))
+	log := h.logger().With("request_id", it.RequestID, "work_item", it.ID, "catalog_id", req.CatalogID, "reason", string(reason))
+	switch {
+	case h.Rediscoveries == nil:
+		it.Annotate(slog.String("rediscovery", rediscoverySkipped))
+		log.Warn("the catalog is stale; re-discovery skipped: no discover queue is configured", "variable", startup.EnvDiscoverQueueURL)
+		return
+	case h.Stale == nil:
+		it.Annotate(slog.String("rediscovery", rediscoverySkipped))
+		log.Warn("the catalog is stale; re-discovery skipped: the catalog store keeps no schedule", "variable", startup.EnvCatalogTable)
+		return
+	}
+	dreq, ok, err := h.Stale.StaleRequest(ctx, req.CatalogID, schedule.Request{CatalogID: req.CatalogID, ServerURL: req.ServerURL, VaultIDs: req.VaultIDs})
+	if err == nil && ok {
+		err = h.Rediscoveries.Send(ctx, dreq)
+	}
+	switch {
+	case err != nil:
+		it.Annotate(slog.String("rediscovery", rediscoveryFailed))
+		log.Warn("the catalog is stale; requesting its re-discovery failed", "error", it.Scrub(err.Error()))
+	case !ok:
+		it.Annotate(slog.String("rediscovery", rediscoveryDeduplicated))
+	default:
+		it.Annotate(slog.String("rediscovery", rediscoveryRequested))
+		log.Info("the catalog is stale; re-discovery requested")
+		runner.EmitCounts(h.Metrics, "call", h.now(), map[string]int{schedule.MetricStaleRequest: 1})
+	}
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
 }
 
 // notePriming puts on the summary line whether the connection was primed

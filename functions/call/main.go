@@ -58,7 +58,16 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(awsCfg), s.SecretsPrefix),
 		Ledger:      calls,
 		Render:      opts,
+		Metrics:     os.Stdout,
 		Logger:      logger,
+	}
+	// Typed nils stay out of the interfaces: nil means not configured.
+	table, sender := st.OpenSchedule()
+	if table != nil {
+		h.Stale = table
+	}
+	if sender != nil {
+		h.Rediscoveries = sender
 	}
 	return runner.NewRunner(st.RunnerConfig("call"), h)
 }

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -83,13 +85,60 @@ func (s *fakeStore) RecordFailure(_ context.Context, id string, f catalog.Failur
 	return nil
 }
 
+// fakeSchedule is a schedule in memory: Sweep answers swept (and err),
+// RecordFailure counts each catalog's failures.
+type fakeSchedule struct {
+	mu       sync.Mutex
+	swept    schedule.Swept
+	err      error
+	sweeps   int
+	failures map[string]int
+}
+
+func (s *fakeSchedule) Sweep(ctx context.Context, q schedule.Enqueuer) (schedule.Swept, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweeps++
+	var reqs []schedule.Request
+	for i := range s.swept.Enqueued {
+		reqs = append(reqs, schedule.Request{CatalogID: fmt.Sprintf("due-%d", i), ServerURL: serverURL})
+	}
+	q.Enqueue(ctx, reqs)
+	return s.swept, s.err
+}
+
+func (s *fakeSchedule) RecordFailure(_ context.Context, id string) (schedule.Backoff, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failures == nil {
+		s.failures = map[string]int{}
+	}
+	s.failures[id]++
+	return schedule.Backoff{Failures: s.failures[id], RetryAfter: time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)}, nil
+}
+
+// fakeQueue records the discover requests it is given.
+type fakeQueue struct {
+	mu   sync.Mutex
+	sent []schedule.Request
+}
+
+func (q *fakeQueue) Enqueue(_ context.Context, reqs []schedule.Request) []error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = append(q.sent, reqs...)
+	return make([]error, len(reqs))
+}
+
 // env is a discover function over fakes: a fake MCP server, a fake catalog
 // store, in-memory secrets, and recording Step Functions and SQS.
 type env struct {
 	*runnertest.Fakes
-	server  *fakeServer
-	store   *fakeStore
-	handler *Handler
+	server   *fakeServer
+	store    *fakeStore
+	schedule *fakeSchedule
+	queue    *fakeQueue
+	handler  *Handler
 }
 
 func newEnv(t *testing.T) *env {
@@ -100,13 +149,18 @@ func newEnv(t *testing.T) *env {
 			listing: exampleListing,
 			stats:   mcp.Stats{ProtocolVersion: "2025-11-25", ServerName: "mcpfn-example", ServerVersion: "1.0.0", Requests: 4, ResponseBytes: 1890},
 		},
-		store: &fakeStore{},
+		store:    &fakeStore{},
+		schedule: &fakeSchedule{swept: schedule.Swept{Due: 3, Enqueued: 2, BackingOff: 1, Overdue3x: 1, Complete: true}},
+		queue:    &fakeQueue{},
 	}
 	e.server.Conn = fakeConn{e.server}
 	e.handler = &Handler{
 		Connect:     e.server.Connect,
 		Store:       e.store,
 		Credentials: vault.NewResolver(e.Secrets, "mcpfn/vaults/"),
+		Schedule:    e.schedule,
+		Queue:       e.queue,
+		Metrics:     e.Metrics,
 		Logger:      e.Logger,
 	}
 	e.Start(t, runner.Config{Function: "discover", DLQURL: dlqURL}, e.handler)
@@ -128,7 +182,8 @@ func TestEvents(t *testing.T) {
 			runnertest.Invocation
 			StoredTools      map[string]int               `json:"stored_tools,omitempty"`
 			RecordedFailures map[string][]catalog.Failure `json:"recorded_failures,omitempty"`
-		}{inv, stored, e.store.failures}
+			Enqueued         []schedule.Request           `json:"enqueued,omitempty"`
+		}{inv, stored, e.store.failures, e.queue.sent}
 	})
 }
 

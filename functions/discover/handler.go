@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -13,17 +15,38 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/schema"
+	"github.com/mcpfn/mcpfn/shared/startup"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
-// Request is a discover request (docs/contract.md).
+// Request is a discover request (docs/contract.md). RefreshIntervalSeconds
+// nil keeps the catalog's recorded interval; 0 takes it off the schedule.
 type Request struct {
-	CatalogID string   `json:"catalog_id"`
-	ServerURL string   `json:"server_url"`
-	VaultIDs  []string `json:"vault_ids,omitempty"`
-	TaskToken string   `json:"task_token,omitempty"`
+	CatalogID              string   `json:"catalog_id"`
+	ServerURL              string   `json:"server_url"`
+	VaultIDs               []string `json:"vault_ids,omitempty"`
+	RefreshIntervalSeconds *int64   `json:"refresh_interval_seconds,omitempty"`
+	TaskToken              string   `json:"task_token,omitempty"`
+}
+
+// Bounds of refresh_interval_seconds, but 0 (off the schedule).
+const (
+	MinRefreshInterval = 60
+	MaxRefreshInterval = 7 * 24 * 3600
+)
+
+// SweepEvent is the sweep's event, {"sweep": {}}: a body whose top-level
+// fields include "sweep" is a sweep and nothing else.
+type SweepEvent struct {
+	Sweep *struct{} `json:"sweep"`
+}
+
+// SweepResult is a sweep's answer.
+type SweepResult struct {
+	Swept schedule.Swept `json:"swept"`
 }
 
 // Result is the discover result (docs/contract.md). Refused lists at most
@@ -75,25 +98,43 @@ var (
 	_ Store = (*catalog.Dir)(nil)
 )
 
-// Handler runs one discovery per work item. Connect, Store and Credentials
-// are required. HTTPClient nil means mcp.DefaultClient; Policy nil means
-// guard.Default(); Logger nil means slog.Default() (credential hints and
-// store warnings); Now nil means time.Now.
+// Schedule is the catalogs' schedule: the sweep and failure backoff.
+type Schedule interface {
+	Sweep(ctx context.Context, q schedule.Enqueuer) (schedule.Swept, error)
+	RecordFailure(ctx context.Context, id string) (schedule.Backoff, error)
+}
+
+var _ Schedule = (*schedule.Table)(nil)
+
+// Handler runs one discovery per work item, or a sweep. Connect, Store and
+// Credentials are required. HTTPClient nil means mcp.DefaultClient; Policy
+// nil means guard.Default(); Logger nil means slog.Default() (credential
+// hints and store warnings); Now nil means time.Now. Schedule nil (the
+// directory store) records no backoff and refuses sweeps; Queue nil (no
+// startup.EnvDiscoverQueueURL) refuses sweeps; Metrics receives the
+// sweep's EMF lines (nil: none).
 type Handler struct {
 	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Store       Store
 	Credentials runner.Vaults
+	Schedule    Schedule
+	Queue       schedule.Enqueuer
+	Metrics     io.Writer
 	Logger      *slog.Logger
 	Now         func() time.Time
 }
 
 // Process implements runner.Processor: it validates the request, lists the
-// server's tools and stores them under catalog_id. Every failure but a
-// malformed request or server URL is recorded on the catalog, which keeps
-// its tools.
+// server's tools and stores them under catalog_id with its schedule. Every
+// failure but a malformed request or server URL is recorded on the
+// catalog, which keeps its tools, and backs its schedule off. A sweep event
+// runs a sweep instead (see sweep).
 func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
+	if isSweep(it.Body) {
+		return h.sweep(ctx, it)
+	}
 	start := h.now()
 	var req Request
 	if err := runner.Decode(it.Body, &req); err != nil {
@@ -152,6 +193,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		ServerVersion:   stats.ServerVersion,
 		ServerDiscovery: stats.Discovery,
 		StartedAt:       start,
+		Schedule:        &catalog.Schedule{ServerURL: req.ServerURL, VaultIDs: req.VaultIDs, Interval: req.interval()},
 	})
 	switch {
 	case errors.Is(err, catalog.ErrInvalidID):
@@ -232,6 +274,65 @@ func (h *Handler) recordFailure(ctx context.Context, it *runner.Item, id string,
 	if rerr := h.Store.RecordFailure(ctx, id, f); rerr != nil {
 		h.logger().Warn("recording the discovery failure failed", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(rerr.Error()))
 	}
+	if h.Schedule == nil {
+		return
+	}
+	b, berr := h.Schedule.RecordFailure(ctx, id)
+	switch {
+	case berr != nil:
+		h.logger().Warn("recording the schedule's backoff failed", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(berr.Error()))
+	case b.Failures > 0:
+		it.Annotate(slog.Int("failures", b.Failures), slog.String("retry_after", b.RetryAfter.UTC().Format(time.RFC3339)))
+	}
+}
+
+// isSweep reports whether body is a JSON object with a top-level "sweep"
+// field (names match exactly, as runner.Decode's do).
+func isSweep(body []byte) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return false
+	}
+	_, ok := fields["sweep"]
+	return ok
+}
+
+// sweep runs one sweep of the schedule within the item's operation budget
+// and answers its counts; it writes them as metrics too. Only {"sweep": {}}
+// invoked directly is a sweep: another field, a sweep that is not an empty
+// object, a sweep from a queue, no queue and no schedule are each an
+// invalid_request_error.
+func (h *Handler) sweep(ctx context.Context, it *runner.Item) (any, error) {
+	var ev SweepEvent
+	if err := runner.Decode(it.Body, &ev); err != nil {
+		return nil, err
+	}
+	it.Annotate(slog.String("event", "sweep"))
+	switch {
+	case ev.Sweep == nil:
+		return nil, wire.Errorf(wire.InvalidRequest, nil, `sweep must be an empty object: {"sweep": {}}`)
+	case it.Source != runner.Direct:
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "a sweep is invoked directly (by its schedule), not through a queue")
+	case h.Queue == nil:
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "cannot sweep: no discover queue is configured (set %s)", startup.EnvDiscoverQueueURL)
+	case h.Schedule == nil:
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "cannot sweep: the catalog store keeps no schedule (set %s)", startup.EnvCatalogTable)
+	}
+	octx, cancel := it.OperationContext(ctx)
+	defer cancel()
+	sw, err := h.Schedule.Sweep(octx, h.Queue)
+	runner.EmitCounts(h.Metrics, "discover", h.now(), sw.Counts())
+	it.Annotate(
+		slog.Int("due", sw.Due),
+		slog.Int("enqueued", sw.Enqueued),
+		slog.Int("backing_off", sw.BackingOff),
+		slog.Int("overdue_3x", sw.Overdue3x),
+		slog.Bool("complete", sw.Complete),
+	)
+	if err != nil {
+		return nil, wire.Errorf(wire.Internal, err, "the sweep failed after enqueuing %d catalogs", sw.Enqueued)
+	}
+	return SweepResult{Swept: sw}, nil
 }
 
 func (h *Handler) logger() *slog.Logger {
@@ -273,6 +374,15 @@ func boundRefused(all []mcp.Refusal) ([]mcp.Refusal, int) {
 	return out, 0
 }
 
+// interval is the refresh interval to record: nil keeps the recorded one.
+func (r Request) interval() *time.Duration {
+	if r.RefreshIntervalSeconds == nil {
+		return nil
+	}
+	d := time.Duration(*r.RefreshIntervalSeconds) * time.Second
+	return &d
+}
+
 // validate checks the fields Decode cannot, but the server URL.
 func (r Request) validate() error {
 	switch {
@@ -283,6 +393,9 @@ func (r Request) validate() error {
 	}
 	if err := catalog.ValidateID(r.CatalogID); err != nil {
 		return wire.Errorf(wire.InvalidRequest, err, "catalog_id")
+	}
+	if v := r.RefreshIntervalSeconds; v != nil && *v != 0 && (*v < MinRefreshInterval || *v > MaxRefreshInterval) {
+		return wire.Errorf(wire.InvalidRequest, nil, "refresh_interval_seconds is %d: want 0 (off the schedule) or %d to %d", *v, MinRefreshInterval, MaxRefreshInterval)
 	}
 	for _, id := range r.VaultIDs {
 		if err := vault.ValidateVaultID(id); err != nil {

@@ -71,6 +71,7 @@ func TestDiscoverStores(t *testing.T) {
 			ServerName:      "mcpfn-example",
 			ServerVersion:   "1.0.0",
 			StartedAt:       start,
+			Schedule:        &catalog.Schedule{ServerURL: serverURL, VaultIDs: []string{"team"}}, // the recorded interval kept
 		}}
 		if diff := cmp.Diff(want, e.store.puts["example"]); diff != "" {
 			t.Errorf("stored (-want +got):\n%s", diff)

@@ -39,7 +39,16 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		Connect:     connect,
 		Store:       store,
 		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(st.AWS), st.Settings.SecretsPrefix),
+		Metrics:     os.Stdout,
 		Logger:      st.Logger,
+	}
+	// Typed nils stay out of the interfaces: nil means not configured.
+	table, sender := st.OpenSchedule()
+	if table != nil {
+		h.Schedule = table
+	}
+	if sender != nil {
+		h.Queue = sender
 	}
 	return runner.NewRunner(st.RunnerConfig("discover"), h)
 }

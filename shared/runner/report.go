@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,4 +155,28 @@ func (m *metrics) emit(now time.Time, o Outcome, t wire.ErrorType, d time.Durati
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, _ = m.w.Write(line)
+}
+
+// EmitCounts writes one CloudWatch Embedded Metric Format line to w: each
+// of counts as a Count metric in Namespace by Function, timestamped now.
+// Names are written in sorted order. A nil w or no counts writes nothing.
+func EmitCounts(w io.Writer, function string, now time.Time, counts map[string]int) {
+	if w == nil || len(counts) == 0 {
+		return
+	}
+	doc := map[string]any{"Function": function}
+	var ms []emfMetric
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		doc[name] = counts[name]
+		ms = append(ms, emfMetric{name, "Count"})
+	}
+	doc["_aws"] = emfMeta{
+		Timestamp:         now.UnixMilli(),
+		CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{"Function"}}, Metrics: ms}},
+	}
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return // every value above marshals
+	}
+	_, _ = w.Write(append(line, '\n'))
 }

@@ -23,6 +23,7 @@ const (
 	EnvCallsTable       = "MCPFN_CALLS_TABLE"
 	EnvSecretsPrefix    = "MCPFN_SECRETS_PREFIX"
 	EnvDLQURL           = "MCPFN_DLQ_URL"
+	EnvDiscoverQueueURL = "MCPFN_DISCOVER_QUEUE_URL"
 	EnvResultsBucket    = "MCPFN_RESULTS_BUCKET"
 	EnvMaxResultBytes   = "MCPFN_MAX_RESULT_BYTES"
 	EnvBatchConcurrency = "MCPFN_BATCH_CONCURRENCY"
@@ -52,6 +53,7 @@ type Settings struct {
 	CallsTable       string // empty: an in-memory ledger (local runs only)
 	SecretsPrefix    string
 	DLQURL           string
+	DiscoverQueueURL string // empty: no sweep, no stale-call re-discovery
 	ResultsBucket    string
 	MaxResultBytes   int
 	Concurrency      int
@@ -71,6 +73,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		CallsTable:       getenv(EnvCallsTable),
 		SecretsPrefix:    getenv(EnvSecretsPrefix),
 		DLQURL:           getenv(EnvDLQURL),
+		DiscoverQueueURL: getenv(EnvDiscoverQueueURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
 		MaxResultBytes:   render.DefaultMaxBytes,
 		Concurrency:      runner.DefaultConcurrency,
@@ -88,9 +91,11 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	bad := func(name, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s=%q: %s", name, getenv(name), fmt.Sprintf(format, args...)))
 	}
-	if v := getenv(EnvDLQURL); v != "" {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			bad(EnvDLQURL, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
+	for _, name := range []string{EnvDLQURL, EnvDiscoverQueueURL} {
+		if v := getenv(name); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				bad(name, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
+			}
 		}
 	}
 	if v := getenv(EnvMaxResultBytes); v != "" {

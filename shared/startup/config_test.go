@@ -34,7 +34,8 @@ func TestLoadSettings(t *testing.T) {
 			env: map[string]string{
 				EnvCatalogTable: "catalog", EnvCatalogDir: "/var/catalog", EnvCallsTable: "calls",
 				EnvSecretsPrefix: "team/", EnvDLQURL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
-				EnvResultsBucket: "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
+				EnvDiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
+				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
 				EnvMemorySize: "1024",
 			},
@@ -42,7 +43,8 @@ func TestLoadSettings(t *testing.T) {
 				*s = Settings{
 					CatalogTable: "catalog", CatalogDir: "/var/catalog", CallsTable: "calls",
 					SecretsPrefix: "team/", DLQURL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
-					ResultsBucket: "results", MaxResultBytes: 100000, Concurrency: 4,
+					DiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
+					ResultsBucket:    "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
 					Memory: Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
 				}
@@ -54,6 +56,7 @@ func TestLoadSettings(t *testing.T) {
 		{name: "zero concurrency", env: map[string]string{EnvBatchConcurrency: "0"}, wantErr: []string{EnvBatchConcurrency}},
 		{name: "tiny result limit", env: map[string]string{EnvMaxResultBytes: "10"}, wantErr: []string{EnvMaxResultBytes}},
 		{name: "DLQ name instead of URL", env: map[string]string{EnvDLQURL: "my-dlq"}, wantErr: []string{EnvDLQURL}},
+		{name: "discover queue name instead of URL", env: map[string]string{EnvDiscoverQueueURL: "discover"}, wantErr: []string{EnvDiscoverQueueURL}},
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/schedule"
 )
 
 // Startup is what Init builds for a function's main: the checked settings,
@@ -96,4 +97,21 @@ func (st *Startup) RunnerConfig(function string) runner.Config {
 		Logger:           st.Logger,
 		Metrics:          st.out,
 	}
+}
+
+// OpenSchedule returns the catalogs' schedule over CatalogTable (nil
+// without a table: the directory store keeps no schedule) and the sender
+// to the discover queue DiscoverQueueURL (nil without it, which it warns
+// about, naming EnvDiscoverQueueURL).
+func (st *Startup) OpenSchedule() (*schedule.Table, *schedule.Sender) {
+	s := st.Settings
+	var table *schedule.Table
+	if s.CatalogTable != "" {
+		table = schedule.New(dynamodb.NewFromConfig(st.AWS), s.CatalogTable, schedule.Options{})
+	}
+	if s.DiscoverQueueURL == "" {
+		st.Logger.Warn("no discover queue configured: sweeps are refused and stale-call re-discoveries skipped", "variable", EnvDiscoverQueueURL)
+		return table, nil
+	}
+	return table, &schedule.Sender{API: sqs.NewFromConfig(st.AWS), URL: s.DiscoverQueueURL}
 }

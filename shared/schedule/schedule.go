@@ -1,0 +1,257 @@
+// Package schedule keeps catalogs fresh over the catalog table's head
+// items (docs/catalog.md "The schedule"): a sweep of the sparse due index
+// that claims each due catalog once per interval and enqueues a discover
+// request for it, the backoff of a catalog whose discoveries fail, and the
+// deduplication of re-discoveries that calls request when they find a
+// catalog stale. Every deduplication is a conditional update in DynamoDB,
+// so it holds across sweeps, instances and calls.
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+)
+
+// DynamoAPI is the part of the DynamoDB client the schedule uses: Query on
+// the due index, GetItem and UpdateItem on heads.
+type DynamoAPI interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// Defaults of a zero Options.
+const (
+	DefaultPageSize    = 100
+	DefaultBackoffCap  = 24 * time.Hour
+	DefaultStaleWindow = time.Minute
+)
+
+// Options configures a Table. Zero fields take the defaults: Now
+// time.Now, PageSize DefaultPageSize (items per due-index Query),
+// BackoffCap DefaultBackoffCap, StaleWindow DefaultStaleWindow (at most one
+// stale-call re-discovery per catalog per window).
+type Options struct {
+	Now         func() time.Time
+	PageSize    int32
+	BackoffCap  time.Duration
+	StaleWindow time.Duration
+}
+
+// Table is the schedule over one catalog table. It is safe for concurrent
+// use.
+type Table struct {
+	api   DynamoAPI
+	table string
+	opts  Options
+}
+
+// New returns the schedule of the catalog table named table.
+func New(api DynamoAPI, table string, o Options) *Table {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.BackoffCap <= 0 {
+		o.BackoffCap = DefaultBackoffCap
+	}
+	if o.StaleWindow <= 0 {
+		o.StaleWindow = DefaultStaleWindow
+	}
+	return &Table{api: api, table: table, opts: o}
+}
+
+// Request is a discover request as the schedule enqueues it: the shape of
+// a direct discover request, without task_token and
+// refresh_interval_seconds (the catalog keeps its recorded interval).
+type Request struct {
+	CatalogID string   `json:"catalog_id"`
+	ServerURL string   `json:"server_url"`
+	VaultIDs  []string `json:"vault_ids,omitempty"`
+}
+
+// Backoff is a catalog's failure streak as RecordFailure left it.
+// Failures 0 means the catalog is not on the schedule and nothing was
+// recorded.
+type Backoff struct {
+	Failures   int
+	RetryAfter time.Time
+}
+
+// BackoffAfter is the wait after the n-th failure in a row (n >= 1) of a
+// catalog with the given interval: interval × 2^n, at most limit. With the
+// default cap a dead server costs one attempt a day.
+func BackoffAfter(n int, interval, limit time.Duration) time.Duration {
+	d := interval
+	for range n {
+		if d >= limit/2 {
+			return limit
+		}
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// RecordFailure records a failed discovery of id on its head: failures + 1
+// and retry_after = now + BackoffAfter(failures, interval, cap). A head
+// that is not on the schedule is left alone (Backoff{}). A successful
+// discovery (a Put with a catalog.Schedule) ends the streak. Two requests:
+// GetItem, then UpdateItem conditional on the streak read; a concurrent
+// record makes it read again, at most three times.
+func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
+	for range 3 {
+		out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:                aws.String(t.table),
+			Key:                      headKey(id),
+			ConsistentRead:           aws.Bool(true),
+			ProjectionExpression:     aws.String("#ds, #ri, #f"),
+			ExpressionAttributeNames: map[string]string{"#ds": catalog.DueShardAttribute, "#ri": catalog.IntervalAttribute, "#f": catalog.FailuresAttribute},
+		})
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+		}
+		if _, ok := out.Item[catalog.DueShardAttribute]; !ok {
+			return Backoff{}, nil
+		}
+		iv := seconds(out.Item, catalog.IntervalAttribute)
+		if iv <= 0 {
+			iv = catalog.DefaultRefreshInterval
+		}
+		old, hadFailures := number(out.Item, catalog.FailuresAttribute)
+		b := Backoff{Failures: int(old) + 1}
+		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, iv, t.opts.BackoffCap)).Truncate(time.Second)
+		cond := "attribute_exists(#ds) AND attribute_not_exists(#f)"
+		values := map[string]types.AttributeValue{":n": num(int64(b.Failures)), ":ra": num(b.RetryAfter.Unix())}
+		if hadFailures {
+			cond = "attribute_exists(#ds) AND #f = :old"
+			values[":old"] = num(old)
+		}
+		_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(t.table),
+			Key:                       headKey(id),
+			UpdateExpression:          aws.String("SET #f = :n, #ra = :ra"),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  map[string]string{"#ds": catalog.DueShardAttribute, "#f": catalog.FailuresAttribute, "#ra": catalog.RetryAfterAttribute},
+			ExpressionAttributeValues: values,
+		})
+		if conditionFailed(err) {
+			continue
+		}
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: record the failure of %q: %w", id, err)
+		}
+		return b, nil
+	}
+	return Backoff{}, fmt.Errorf("schedule: record the failure of %q: %w", id, ErrContended)
+}
+
+// ErrContended reports a head that other writers kept changing.
+var ErrContended = errors.New("the head changed under every attempt")
+
+// StaleRequest claims the right to request one re-discovery of id for a
+// call that found it stale: at most one per StaleWindow per catalog
+// (stale_requested_at on the head). It returns ok false when another
+// request holds the window or the catalog has no head. On ok it returns
+// the head's recorded server_url and vault_ids, each replaced by
+// fallback's when the head has none. Requests: UpdateItem, and GetItem
+// when ok.
+func (t *Table) StaleRequest(ctx context.Context, id string, fallback Request) (Request, bool, error) {
+	now := t.opts.Now()
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(t.table),
+		Key:                      headKey(id),
+		UpdateExpression:         aws.String("SET #sr = :now"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND (attribute_not_exists(#sr) OR #sr <= :cutoff)"),
+		ExpressionAttributeNames: map[string]string{"#pk": catalog.PartitionKey, "#sr": catalog.StaleRequestedAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":    num(now.Unix()),
+			":cutoff": num(now.Add(-t.opts.StaleWindow).Unix()),
+		},
+	})
+	if conditionFailed(err) {
+		return Request{}, false, nil
+	}
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
+	}
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(t.table),
+		Key:                      headKey(id),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#su, #vi"),
+		ExpressionAttributeNames: map[string]string{"#su": catalog.ServerURLAttribute, "#vi": catalog.VaultIDsAttribute},
+	})
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
+	req := Request{CatalogID: id, ServerURL: str(out.Item, catalog.ServerURLAttribute), VaultIDs: strings(out.Item, catalog.VaultIDsAttribute)}
+	if req.ServerURL == "" {
+		req.ServerURL, req.VaultIDs = fallback.ServerURL, fallback.VaultIDs
+	}
+	return req, true, nil
+}
+
+func headKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		catalog.PartitionKey: &types.AttributeValueMemberS{Value: id},
+		catalog.SortKey:      &types.AttributeValueMemberS{Value: catalog.HeadSortKey},
+	}
+}
+
+func conditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func number(item map[string]types.AttributeValue, name string) (int64, bool) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	return n, err == nil
+}
+
+func seconds(item map[string]types.AttributeValue, name string) time.Duration {
+	n, _ := number(item, name)
+	return time.Duration(n) * time.Second
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	v, _ := item[name].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return v.Value
+}
+
+func strings(item map[string]types.AttributeValue, name string) []string {
+	l, _ := item[name].(*types.AttributeValueMemberL)
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// QueueAPI is the part of the SQS client a Sender uses.
+type QueueAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ QueueAPI = (*sqs.Client)(nil)
+
+// Sender enqueues discover requests to the discover queue at URL, each
+// request the body of one message. It implements Enqueuer.
+type Sender struct {
+	API QueueAPI
+	URL string
+}
+
+var _ Enqueuer = (*Sender)(nil)
+
+// Send enqueues one request with SendMessage.
+func (s *Sender) Send(ctx context.Context, req Request) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("schedule: encode the discover request: %w", err)
+	}
+	if _, err := s.API.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.URL), MessageBody: aws.String(string(body))}); err != nil {
+		return fmt.Errorf("schedule: enqueue a discovery of %q: %w", req.CatalogID, err)
+	}
+	return nil
+}
+
+// Enqueue sends reqs with SendMessageBatch, ten a batch, and returns one
+// error per request: a failed batch fails each of its requests, a refused
+// entry its own.
+func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
+	errs := make([]error, len(reqs))
+	for lo := 0; lo < len(reqs); lo += sendBatch {
+		hi := min(lo+sendBatch, len(reqs))
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.URL)}
+		for i := lo; i < hi; i++ {
+			body, err := json.Marshal(reqs[i])
+			if err != nil {
+				errs[i] = fmt.Errorf("schedule: encode the discover request: %w", err)
+				continue
+			}
+			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))})
+		}
+		if len(in.Entries) == 0 {
+			continue
+		}
+		out, err := s.API.SendMessageBatch(ctx, in)
+		if err != nil {
+			for i := lo; i < hi; i++ {
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w", reqs[i].CatalogID, err)
+				}
+			}
+			continue
+		}
+		for _, f := range out.Failed {
+			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= lo && i < hi {
+				errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w: %s %s", reqs[i].CatalogID, ErrRefused, aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+	}
+	return errs
+}
+
+// ErrRefused reports a batch entry SQS refused.
+var ErrRefused = errors.New("the queue refused the message")

@@ -1,0 +1,268 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mcpfn/mcpfn/shared/catalog"
+)
+
+// Enqueuer sends discover requests to the discover queue. It returns one
+// error per request, nil for each one sent.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, reqs []Request) []error
+}
+
+// Swept is what one sweep did. Due counts the index entries it found due
+// (next_due <= now); Enqueued those it claimed and enqueued; BackingOff
+// those it skipped because a failure streak's retry_after is later (it
+// moved their next_due there). The rest of Due were claimed meanwhile by
+// another sweep, or not sent (their claim is undone). Overdue3x counts the
+// due entries at least three intervals stale: next_due more than three
+// intervals past, or two failures or more in a row. Complete is false when
+// the context ended before every page was read; the rest stay due.
+type Swept struct {
+	Due        int  `json:"due"`
+	Enqueued   int  `json:"enqueued"`
+	BackingOff int  `json:"backing_off"`
+	Overdue3x  int  `json:"-"`
+	Complete   bool `json:"-"`
+}
+
+func (s *Swept) add(o Swept) {
+	s.Due += o.Due
+	s.Enqueued += o.Enqueued
+	s.BackingOff += o.BackingOff
+	s.Overdue3x += o.Overdue3x
+}
+
+// sendBatch is how many claimed catalogs go to the Enqueuer at once: one
+// SQS SendMessageBatch.
+const sendBatch = 10
+
+// Sweep finds the catalogs due now and enqueues a discover request for
+// each to q, exactly once per interval: it Queries each of the
+// catalog.DueShards partitions of the due index (next_due <= now, PageSize
+// items a page), the shards in parallel, and claims each entry with an
+// UpdateItem conditional on the next_due the index returned, which moves
+// next_due one interval on. A backing-off entry's next_due moves to its
+// retry_after instead. A request q does not send has its claim undone.
+// When ctx ends it claims nothing more, sends what it claimed (for at most
+// a second more) and returns Complete false, no error; an error is a
+// DynamoDB failure other than a lost claim.
+func (t *Table) Sweep(ctx context.Context, q Enqueuer) (Swept, error) {
+	now := t.opts.Now()
+	results := make([]Swept, catalog.DueShards)
+	errs := make([]error, catalog.DueShards)
+	var wg sync.WaitGroup
+	for i := range catalog.DueShards {
+		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, q, strconv.Itoa(i), now) })
+	}
+	wg.Wait()
+	total := Swept{Complete: true}
+	for i, r := range results {
+		total.add(r)
+		total.Complete = total.Complete && r.Complete
+		if errs[i] != nil {
+			return total, errs[i]
+		}
+	}
+	return total, nil
+}
+
+// entry is one due index entry.
+type entry struct {
+	req        Request
+	nextDue    int64
+	interval   time.Duration
+	failures   int64
+	retryAfter int64
+}
+
+func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now time.Time) (Swept, error) {
+	var sw Swept
+	var start map[string]types.AttributeValue
+	for {
+		if ctx.Err() != nil {
+			return sw, nil
+		}
+		out, err := t.api.Query(ctx, &dynamodb.QueryInput{
+			TableName:                aws.String(t.table),
+			IndexName:                aws.String(catalog.DueIndex),
+			KeyConditionExpression:   aws.String("#ds = :ds AND #nd <= :now"),
+			ExpressionAttributeNames: map[string]string{"#ds": catalog.DueShardAttribute, "#nd": catalog.NextDueAttribute},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":ds":  &types.AttributeValueMemberS{Value: shard},
+				":now": num(now.Unix()),
+			},
+			Limit:             aws.Int32(t.opts.PageSize),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return sw, nil
+			}
+			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
+		}
+		var claimed []claim
+		var stop error   // a claim failed: send what is claimed, then stop
+		var lost []claim // a claim cut off by the end of ctx: it may have landed
+		for _, item := range out.Items {
+			if ctx.Err() != nil {
+				break // the budget ended: the rest stay due
+			}
+			e := readEntry(item)
+			sw.Due++
+			if e.overdue3x(now) {
+				sw.Overdue3x++
+			}
+			next, backingOff := now.Add(e.interval).Unix(), e.retryAfter > now.Unix()
+			if backingOff {
+				next = e.retryAfter
+			}
+			ok, err := t.move(ctx, e, next)
+			if err != nil {
+				if ctx.Err() == nil {
+					stop = err
+				} else if !backingOff {
+					lost = append(lost, claim{req: e.req, seen: e.nextDue, wrote: next})
+				}
+				break
+			}
+			switch {
+			case ok && backingOff:
+				sw.BackingOff++
+			case ok:
+				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
+			}
+		}
+		sw.Enqueued += t.send(ctx, q, claimed, lost)
+		if stop != nil {
+			return sw, stop
+		}
+		if ctx.Err() != nil {
+			return sw, nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			sw.Complete = true
+			return sw, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// sendGrace bounds sending what a sweep claimed, and undoing what it could
+// not send, once its context has ended.
+const sendGrace = time.Second
+
+// send enqueues the claimed catalogs, sendBatch at a time, undoes the claim
+// of each one q did not take and each lost one, and returns how many it
+// sent. It runs on for at most sendGrace after ctx ends: a claimed catalog
+// is sent or released.
+func (t *Table) send(ctx context.Context, q Enqueuer, claimed, lost []claim) int {
+	if len(claimed)+len(lost) == 0 {
+		return 0
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })()
+	for _, c := range lost {
+		t.unclaim(sctx, c)
+	}
+	sent := 0
+	for i := 0; i < len(claimed); i += sendBatch {
+		batch := claimed[i:min(i+sendBatch, len(claimed))]
+		reqs := make([]Request, len(batch))
+		for j, c := range batch {
+			reqs[j] = c.req
+		}
+		for j, err := range q.Enqueue(sctx, reqs) {
+			if err == nil {
+				sent++
+				continue
+			}
+			t.unclaim(sctx, batch[j])
+		}
+	}
+	return sent
+}
+
+// move sets e's next_due to next if it is still the one the index
+// returned; ok false means another writer (a sweep, a discovery, taking
+// it off the schedule) changed it first.
+func (t *Table) move(ctx context.Context, e entry, next int64) (bool, error) {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.table),
+		Key:                       headKey(e.req.CatalogID),
+		UpdateExpression:          aws.String("SET #nd = :next"),
+		ConditionExpression:       aws.String("#nd = :seen"),
+		ExpressionAttributeNames:  map[string]string{"#nd": catalog.NextDueAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":next": num(next), ":seen": num(e.nextDue)},
+	})
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("schedule: claim %q: %w", e.req.CatalogID, err)
+	}
+	return true, nil
+}
+
+// claim is a catalog a sweep claimed: next_due moved from seen to wrote.
+type claim struct {
+	req         Request
+	seen, wrote int64
+}
+
+// unclaim puts back the next_due a claim moved, so that the next sweep
+// finds the catalog due again. Best effort: a failure leaves the catalog
+// due one interval later.
+func (t *Table) unclaim(ctx context.Context, c claim) {
+	_, _ = t.move(ctx, entry{req: c.req, nextDue: c.wrote}, c.seen)
+}
+
+func readEntry(item map[string]types.AttributeValue) entry {
+	e := entry{req: Request{
+		CatalogID: str(item, catalog.PartitionKey),
+		ServerURL: str(item, catalog.ServerURLAttribute),
+		VaultIDs:  strings(item, catalog.VaultIDsAttribute),
+	}}
+	e.nextDue, _ = number(item, catalog.NextDueAttribute)
+	e.interval = seconds(item, catalog.IntervalAttribute)
+	if e.interval <= 0 {
+		e.interval = catalog.DefaultRefreshInterval
+	}
+	e.failures, _ = number(item, catalog.FailuresAttribute)
+	e.retryAfter, _ = number(item, catalog.RetryAfterAttribute)
+	return e
+}
+
+// overdue3x reports whether e's catalog is at least three intervals
+// stale: its due time is more than three intervals past (the sweep is
+// behind), or two discoveries in a row failed (the first one interval
+// after the last success, the retry no sooner than two intervals later).
+func (e entry) overdue3x(now time.Time) bool {
+	return e.failures >= 2 || now.Unix()-e.nextDue > int64(3*e.interval/time.Second)
+}
+
+// Metric names (EMF, namespace runner.Namespace, by Function): a sweep's
+// counts, and the re-discoveries calls requested.
+const (
+	MetricDue          = "SweepDue"
+	MetricEnqueued     = "SweepEnqueued"
+	MetricBackingOff   = "SweepBackingOff"
+	MetricOverdue3x    = "SweepOverdue3x"
+	MetricStaleRequest = "StaleRediscoveries"
+)
+
+// Counts is s as metrics, for runner.EmitCounts.
+func (s Swept) Counts() map[string]int {
+	return map[string]int{MetricDue: s.Due, MetricEnqueued: s.Enqueued, MetricBackingOff: s.BackingOff, MetricOverdue3x: s.Overdue3x}
+}
