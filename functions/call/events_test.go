@@ -60,6 +60,7 @@ func (c fakeConn) Close() error     { return nil }
 // were recorded.
 type fakeCatalog struct {
 	tools map[string][]string
+	hints map[string]*mcp.Annotations // by tool name
 	fail  error
 }
 
@@ -74,7 +75,12 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 	case names == nil: // only failed discoveries recorded
 		return catalog.Membership{}, nil
 	}
-	return catalog.Membership{Found: slices.Contains(names, tool), Version: id + "-v1", ProtocolVersion: "2025-11-25"}, nil
+	found := slices.Contains(names, tool)
+	m := catalog.Membership{Found: found, Version: id + "-v1", ProtocolVersion: "2025-11-25"}
+	if found {
+		m.Annotations = c.hints[tool]
+	}
+	return m, nil
 }
 
 // fakeStale grants one re-discovery per catalog (later ones are

@@ -140,12 +140,12 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrInProgress):
-		return nil, &wire.Error{Type: wire.Internal, Message: "another delivery of this call is in progress; retry later", Err: err, Requeue: true}
+		return nil, &wire.Error{Type: wire.Internal, Message: "another delivery of this call is in progress; retry later" + prime.idempotentNote(), Err: err, Requeue: true}
 	case err != nil:
 		return nil, wire.Errorf(wire.Internal, err, "the call ledger failed")
 	case entry.Done:
 		it.Annotate(slog.Bool("replayed", true))
-		return replay(entry.Outcome)
+		return replay(entry.Outcome, prime.idempotentNote())
 	case entry.TookOver:
 		it.Annotate(slog.Bool("lease_taken_over", true))
 	}
@@ -184,6 +184,17 @@ type primer struct {
 	toolName        string
 	protocolVersion string
 	discovery       string
+	hints           *mcp.Annotations // the catalog's hints for the tool, nil without
+}
+
+// idempotentNote is what a refused or replayed redelivery adds when the
+// catalog marks the tool idempotent: mcpfn still calls at most once per
+// key, and the caller may call again under a new one.
+func (p primer) idempotentNote() string {
+	if p.hints == nil || p.hints.IdempotentHint == nil || !*p.hints.IdempotentHint {
+		return ""
+	}
+	return "; the server marks this tool idempotent (idempotentHint), so calling it again under a new idempotency key is safe by its word"
 }
 
 // member checks the tool, by name or model_name, against the stored
@@ -208,12 +219,27 @@ func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (pri
 		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
 	it.Annotate(slog.String("catalog_version", m.Version))
+	annotateHints(it, m.Annotations)
 	name := req.ToolName
 	if m.Name != "" && m.Name != name {
 		name = m.Name
 		it.Annotate(slog.String("server_tool", name))
 	}
-	return primer{toolName: name, protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery}, nil
+	return primer{toolName: name, protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery, hints: m.Annotations}, nil
+}
+
+// annotateHints puts the catalog's read-only and idempotent hints for the
+// tool on the summary line, each only when the server gave it.
+func annotateHints(it *runner.Item, a *mcp.Annotations) {
+	if a == nil {
+		return
+	}
+	if a.ReadOnlyHint != nil {
+		it.Annotate(slog.Bool("read_only_hint", *a.ReadOnlyHint))
+	}
+	if a.IdempotentHint != nil {
+		it.Annotate(slog.Bool("idempotent_hint", *a.IdempotentHint))
+	}
 }
 
 // call connects and calls. ran reports whether the tools/call request may
@@ -376,10 +402,11 @@ func (h *Handler) logger() *slog.Logger {
 	return h.Logger
 }
 
-// replay turns a stored outcome back into a result or a final error.
-func replay(o ledger.Outcome) (any, error) {
+// replay turns a stored outcome back into a result or a final error; note
+// (idempotentNote) follows the error's message.
+func replay(o ledger.Outcome, note string) (any, error) {
 	if o.ErrorType != "" {
-		return nil, &wire.Error{Type: wire.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery)", Final: true}
+		return nil, &wire.Error{Type: wire.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery" + note + ")", Final: true}
 	}
 	return o.Result, nil
 }

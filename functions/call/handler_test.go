@@ -274,6 +274,33 @@ func TestServerOutcomes(t *testing.T) {
 	}
 }
 
+// TestCatalogHints: the catalog's read-only and idempotent hints reach the
+// summary line, and an idempotent tool's replayed outcome says a new key
+// may call it again; the tool still runs once per key.
+func TestCatalogHints(t *testing.T) {
+	yes, no := true, false
+	e := newEnv(t)
+	e.catalog.hints = map[string]*mcp.Annotations{"calculate": {ReadOnlyHint: &no, IdempotentHint: &yes}}
+	e.server.callErr = fmt.Errorf("mcp: call: %w: connection reset", errors.New("read tcp"))
+	payload := request(map[string]any{"catalog_id": "example", "idempotency_key": "k1"})
+	first := e.direct(t, payload)
+	again := e.direct(t, payload)
+	if s := first.Summaries[0]; s["read_only_hint"] != false || s["idempotent_hint"] != true {
+		t.Errorf("summary %v, want read_only_hint false and idempotent_hint true", s)
+	}
+	if len(e.server.calls) != 1 {
+		t.Errorf("tool ran %d times, want 1", len(e.server.calls))
+	}
+	if again.Error == nil || !strings.Contains(again.Error.Message, "earlier delivery; the server marks this tool idempotent (idempotentHint), so calling it again under a new idempotency key is safe") {
+		t.Errorf("replayed error %+v, want the idempotent note", again.Error)
+	}
+	e.catalog.hints = nil
+	plain := e.direct(t, request(map[string]any{"catalog_id": "example", "idempotency_key": "k2"}))
+	if _, ok := plain.Summaries[0]["idempotent_hint"]; ok {
+		t.Errorf("summary %v: a hint the server did not give", plain.Summaries[0])
+	}
+}
+
 // TestAtMostOnce: the ledger keeps a tool from running twice for one tool
 // use, and frees the key when nothing ran.
 func TestAtMostOnce(t *testing.T) {
