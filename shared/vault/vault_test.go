@@ -17,6 +17,15 @@ import (
 	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
+// static completes a found Match of a static_bearer credential for
+// serverURL: its type, server URL and secrets.
+func static(m vault.Match, serverURL string) vault.Match {
+	if m.Found {
+		m.Type, m.ServerURL, m.Secrets = vault.TypeStaticBearer, serverURL, []string{m.Token}
+	}
+	return m
+}
+
 // creds is the vault value holding url, token pairs.
 func creds(pairs ...string) string {
 	var cs []vault.Credential
@@ -129,7 +138,7 @@ func TestLookup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(static(tt.want, tt.server), got); diff != "" {
 				t.Errorf("Lookup (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantAsked, f.Asked()); diff != "" {
@@ -224,7 +233,7 @@ func TestSecretBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (vault.Match{Found: true, VaultID: "bin", Token: "tok-bin"}); !cmp.Equal(want, got) {
+	if want := static(vault.Match{Found: true, VaultID: "bin", Token: "tok-bin"}, server); !cmp.Equal(want, got) {
 		t.Errorf("Lookup = %v, want %v", got, want)
 	}
 }
@@ -250,8 +259,8 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []vault.Credential{
-		{ServerURL: "https://a.example.com/", Token: "t1"},
-		{ServerURL: "http://b.example.com:8080/mcp/", Token: "t2"},
+		{Type: vault.TypeStaticBearer, ServerURL: "https://a.example.com/", Token: "t1"},
+		{Type: vault.TypeStaticBearer, ServerURL: "http://b.example.com:8080/mcp/", Token: "t2"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
