@@ -2,12 +2,14 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -32,7 +34,8 @@ type Metadata struct {
 // Bearer challenge naming resource_metadata; that document (its resource
 // must equal serverURL) names the authorization server, whose RFC 8414 or
 // OIDC metadata names the token endpoint. Each URL is judged by the policy
-// before it is asked; a refusal is KindDenied and ends discovery.
+// before it is asked; a refusal is KindDenied and ends discovery. Documents
+// are read into go-sdk's oauthex types, at most 1 MiB each.
 func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, error) {
 	const mcpServer = "MCP server"
 	if err := c.checkURL(mcpServer, serverURL); err != nil {
@@ -72,12 +75,14 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	}
 
 	const prmName = "protected-resource metadata"
-	if err := c.checkURL(prmName, prmURL); err != nil {
+	var prm oauthex.ProtectedResourceMetadata
+	if found, err := c.getDoc(ctx, hc, rec, prmName, prmURL, &prm); err != nil {
 		return Metadata{}, err
+	} else if !found {
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "not found"}
 	}
-	prm, err := oauthex.GetProtectedResourceMetadata(ctx, prmURL, serverURL, hc)
-	if err != nil {
-		return Metadata{}, sdkError(ctx, prmName, prmURL, err, rec)
+	if prm.Resource != serverURL {
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "its resource is not the server URL (RFC 9728 §3.3)"}
 	}
 	if len(prm.AuthorizationServers) == 0 {
 		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "names no authorization server"}
@@ -88,14 +93,22 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	if err := c.checkURL(asName, issuer); err != nil {
 		return Metadata{}, err
 	}
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
-	if err != nil {
-		return Metadata{}, sdkError(ctx, asName, issuer, err, rec)
+	var asm oauthex.AuthServerMeta
+	found := false
+	for _, u := range authServerMetadataURLs(issuer) {
+		if found, err = c.getDoc(ctx, hc, rec, asName, u, &asm); err != nil {
+			return Metadata{}, err
+		}
+		if found {
+			break
+		}
 	}
-	if asm == nil {
+	switch {
+	case !found:
 		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "not found at the RFC 8414 or OIDC well-known paths"}
-	}
-	if asm.TokenEndpoint == "" {
+	case strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/"):
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "its issuer is not the authorization server named (RFC 8414 §3.3)"}
+	case asm.TokenEndpoint == "":
 		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "names no token_endpoint"}
 	}
 	if err := c.checkURL("token endpoint", asm.TokenEndpoint); err != nil {
@@ -108,15 +121,65 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 		AuthMethods: asm.TokenEndpointAuthMethodsSupported, Scope: scope}, nil
 }
 
-// sdkError classifies a go-sdk metadata failure. The SDK's own text quotes
-// URLs, so it is not repeated.
-func sdkError(ctx context.Context, endpoint, raw string, err error, rec *recorder) *Error {
-	if f := rec.failure(); f != nil || ctx.Err() != nil || isTimeout(err) {
-		if f != nil {
-			err = f
-		}
-		return transportError(ctx, endpoint, raw, err, rec.refusal())
+// maxDocument bounds a metadata document.
+const maxDocument = 1 << 20
+
+// getDoc GETs the JSON document at raw into v, after the policy allows raw.
+// A 4xx answer is found false (the next well-known path may hold it).
+func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, endpoint, raw string, v any) (bool, error) {
+	if err := c.checkURL(endpoint, raw); err != nil {
+		return false, err
 	}
-	return &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw),
-		Detail: "unusable document (status, content type, JSON, resource or issuer mismatch, PKCE support, or a URL the SDK refuses)"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "not a usable URL"}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, transportError(ctx, endpoint, raw, err, rec.refusal())
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
+		return false, nil
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
+		return false, &Error{Kind: KindUnavailable, Endpoint: endpoint, Origin: origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
+	case resp.StatusCode != http.StatusOK:
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered without Content-Type application/json"}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
+	if err != nil {
+		return false, transportError(ctx, endpoint, raw, err, rec.refusal())
+	}
+	if len(body) > maxDocument {
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered over 1 MiB"}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered a document that is not the expected JSON"}
+	}
+	return true, nil
+}
+
+// authServerMetadataURLs are the places the MCP authorization spec names
+// for an issuer's metadata, in its order: RFC 8414 and OIDC discovery, with
+// path insertion for an issuer with a path, then OIDC path appending.
+func authServerMetadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	path := strings.Trim(u.Path, "/")
+	at := func(p string) string {
+		v := *u
+		v.Path, v.RawPath, v.RawQuery, v.Fragment = p, "", "", ""
+		return v.String()
+	}
+	if path == "" {
+		return []string{at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")}
+	}
+	return []string{at("/.well-known/oauth-authorization-server/" + path), at("/.well-known/openid-configuration/" + path), at("/" + path + "/.well-known/openid-configuration")}
 }

@@ -5,7 +5,7 @@
 //
 // Every URL is judged by the egress policy before anything is sent, and
 // every request goes through a guarded client (no redirects, no proxy, a
-// timeout; x/oauth2 and go-sdk read at most 1 MiB of an answer). Every
+// timeout; at most 1 MiB of an answer is read). Every
 // failure is an *Error whose Kind says which wire error it is. Rationale:
 // shared/vault/DESIGN.md.
 package oauth
@@ -93,7 +93,7 @@ func (c *Client) now() time.Time {
 }
 
 // recording returns a client like c's whose transport records a guard
-// refusal, which go-sdk's metadata functions flatten into text.
+// refusal, which x/oauth2 may flatten into text.
 func (c *Client) recording() (*http.Client, *recorder) {
 	base := c.client()
 	rt := base.Transport
@@ -105,21 +105,17 @@ func (c *Client) recording() (*http.Client, *recorder) {
 }
 
 type recorder struct {
-	base    http.RoundTripper
-	mu      sync.Mutex
-	denied  *guard.DeniedError
-	lastErr error
+	base   http.RoundTripper
+	mu     sync.Mutex
+	denied *guard.DeniedError
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
-	if err != nil {
+	var d *guard.DeniedError
+	if err != nil && errors.As(err, &d) {
 		r.mu.Lock()
-		r.lastErr = err
-		var d *guard.DeniedError
-		if errors.As(err, &d) {
-			r.denied = d
-		}
+		r.denied = d
 		r.mu.Unlock()
 	}
 	return resp, err
@@ -130,13 +126,6 @@ func (r *recorder) refusal() *guard.DeniedError {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.denied
-}
-
-// failure is the last transport error seen, or nil.
-func (r *recorder) failure() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastErr
 }
 
 // checkURL judges raw, a URL of endpoint, before any request: a malformed

@@ -219,7 +219,9 @@ func (r *Resolver) read(ctx context.Context, vaultID string) (*snapshot, error) 
 		return nil, err
 	}
 	name := r.prefix + vaultID
-	out, err := r.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name)})
+	// AWSCURRENT named explicitly: moto answers a request without a stage
+	// from the version last put, even after UpdateSecretVersionStage.
+	out, err := r.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name), VersionStage: aws.String("AWSCURRENT")})
 	if err != nil {
 		var notFound *types.ResourceNotFoundException
 		var invalid *types.InvalidRequestException

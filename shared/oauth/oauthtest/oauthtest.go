@@ -44,6 +44,9 @@ type Options struct {
 	AuthMethods []string
 	ExpiresIn   time.Duration // default 1 h; negative: no expires_in
 	Scope       string        // the scope granted when none is asked
+	// TokenDelay holds every token answer that long (after the request is
+	// counted), so concurrent clients overlap.
+	TokenDelay time.Duration
 }
 
 // TokenRequest is one request to the token endpoint, as the Server saw it.
@@ -208,6 +211,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	req := TokenRequest{GrantType: f.Get("grant_type"), Scope: f.Get("scope"), Resource: f.Get("resource"), RefreshToken: f.Get("refresh_token")}
 	req.AuthMethod, req.ClientID = s.authenticate(r)
+	if d := s.Options.TokenDelay; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fail := func(status int, code, desc string) {
