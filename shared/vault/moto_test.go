@@ -39,8 +39,8 @@ func TestLookupOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := vault.Match{Found: true, VaultID: "personal", Token: "tok-personal",
-		Hints: []string{"vault team has a credential for the same origin but path /other"}}
+	want := static(vault.Match{Found: true, VaultID: "personal", Token: "tok-personal",
+		Hints: []string{"vault team has a credential for the same origin but path /other"}}, server)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Lookup (-want +got):\n%s", diff)
 	}

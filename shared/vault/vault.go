@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,9 +32,14 @@ var (
 	ErrBadVaultID     = errors.New("vault: bad vault id")
 	ErrVaultNotFound  = errors.New("vault: not found")
 	ErrVaultMalformed = errors.New("vault: malformed")
+	// ErrOAuthDisabled: an OAuth credential matched a Resolver built
+	// without WithOAuth (internal_error: a deployment fault).
+	ErrOAuthDisabled = errors.New("vault: OAuth credentials are not enabled")
+	// ErrNotRefreshable: Refresh of a static_bearer match.
+	ErrNotRefreshable = errors.New("vault: the credential cannot be refreshed")
 )
 
-// SecretsAPI is the part of *secretsmanager.Client a Resolver uses.
+// SecretsAPI is the part of *secretsmanager.Client a Resolver reads with.
 type SecretsAPI interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
@@ -43,33 +47,53 @@ type SecretsAPI interface {
 var _ SecretsAPI = (*secretsmanager.Client)(nil)
 
 // Resolver finds credentials in the vaults named <prefix><vault id>. It reads
-// the secrets on every Lookup (no cache) and is safe for concurrent use.
+// the secrets on every Lookup (no cache, but for client-credentials tokens)
+// and is safe for concurrent use.
 type Resolver struct {
 	api    SecretsAPI
 	prefix string
+	oauth  *oauthState // nil without WithOAuth
 }
 
-// NewResolver returns a Resolver reading secrets through api.
-func NewResolver(api SecretsAPI, prefix string) *Resolver {
-	return &Resolver{api: api, prefix: prefix}
+// Option configures a Resolver.
+type Option func(*Resolver)
+
+// NewResolver returns a Resolver reading secrets through api. Without
+// WithOAuth, a matching OAuth credential is an error wrapping
+// ErrOAuthDisabled.
+func NewResolver(api SecretsAPI, prefix string, opts ...Option) *Resolver {
+	r := &Resolver{api: api, prefix: prefix}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
-// Match is the outcome of a Lookup. Found reports a credential; VaultID and
-// Token are then set. Hints describe near misses (same origin, other path or
-// query) without tokens. Printing, logging or marshaling a Match redacts the
-// token.
+// Match is the outcome of a Lookup. Found reports a credential; VaultID,
+// Type, ServerURL (as given to Lookup) and Token, the bearer token to send,
+// are then set. Secrets lists every secret value the lookup read or
+// obtained (tokens old and new, client secret and its Basic form): register
+// each with the scrubber. Hints describe near misses (same origin, other
+// path or query) without secrets. Printing, logging or marshaling a Match
+// redacts Token and omits Secrets.
 type Match struct {
-	Found   bool
-	VaultID string
-	Token   string
-	Hints   []string
+	Found     bool
+	VaultID   string
+	Type      string
+	ServerURL string
+	Token     string
+	Secrets   []string
+	Hints     []string
 }
 
 // Lookup returns the first credential, vaults in the order given and
 // credentials in the order stored, whose NormalizeURL form equals serverURL's.
 // No match is Found false (connect anonymously). Vaults after the matching
-// one are not read. Errors wrap ErrBadVaultID, ErrBadURL, ErrVaultNotFound or
-// ErrVaultMalformed, or are Secrets Manager failures.
+// one are not read. An mcp_oauth token expiring within RefreshMargin is
+// refreshed first, and a client-credentials token obtained or taken from
+// the cache (see DESIGN.md). Errors wrap ErrBadVaultID, ErrBadURL,
+// ErrVaultNotFound or ErrVaultMalformed; ErrOAuthDisabled; oauth.ErrRefused,
+// ErrUnavailable, ErrProtocol or ErrDenied; or are Secrets Manager failures.
 func (r *Resolver) Lookup(ctx context.Context, vaultIDs []string, serverURL string) (Match, error) {
 	if len(vaultIDs) > MaxVaults {
 		return Match{}, fmt.Errorf("%w: %d vault ids, at most %d", ErrBadVaultID, len(vaultIDs), MaxVaults)
@@ -84,33 +108,51 @@ func (r *Resolver) Lookup(ctx context.Context, vaultIDs []string, serverURL stri
 		return Match{}, err
 	}
 	wantOrigin, wantPath, wantQuery := parts(want)
-	var m Match
+	var hints []string
 	seen := make(map[string]bool, len(vaultIDs))
 	for _, id := range vaultIDs {
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		creds, err := r.Credentials(ctx, id)
+		snap, err := r.read(ctx, id)
 		if err != nil {
 			return Match{}, err
 		}
-		for _, c := range creds {
+		for _, c := range snap.creds {
 			if c.ServerURL == want {
-				m.Found, m.VaultID, m.Token = true, id, c.Token
+				m, err := r.resolve(ctx, id, serverURL, c, snap)
+				if err != nil {
+					return Match{}, err
+				}
+				m.Hints = hints
 				return m, nil
 			}
 			origin, path, query := parts(c.ServerURL)
 			switch {
 			case origin != wantOrigin:
 			case path != wantPath:
-				m.Hints = append(m.Hints, fmt.Sprintf("vault %s has a credential for the same origin but path %s", id, path))
+				hints = append(hints, fmt.Sprintf("vault %s has a credential for the same origin but path %s", id, path))
 			case query != wantQuery:
-				m.Hints = append(m.Hints, fmt.Sprintf("vault %s has a credential for the same origin and path but a different query", id))
+				hints = append(hints, fmt.Sprintf("vault %s has a credential for the same origin and path but a different query", id))
 			}
 		}
 	}
-	return m, nil
+	return Match{Hints: hints}, nil
+}
+
+// resolve turns the matching credential c of vault id into a Match.
+func (r *Resolver) resolve(ctx context.Context, id, serverURL string, c Credential, snap *snapshot) (Match, error) {
+	if c.Type == TypeStaticBearer {
+		return Match{Found: true, VaultID: id, Type: c.Type, ServerURL: serverURL, Token: c.Token, Secrets: []string{c.Token}}, nil
+	}
+	if r.oauth == nil {
+		return Match{}, fmt.Errorf("%w: vault %s has a %s credential for %s", ErrOAuthDisabled, id, c.Type, originOf(c.ServerURL))
+	}
+	if c.Type == TypeMCPOAuth {
+		return r.oauthToken(ctx, id, serverURL, "", snap)
+	}
+	return r.clientToken(ctx, id, serverURL, c, "")
 }
 
 // ValidateVaultID reports whether id can name a vault: 1 to MaxVaultIDLen
@@ -146,11 +188,40 @@ func (r *Resolver) validate(id string) error {
 // ErrVaultNotFound (no such secret, or one scheduled for deletion) or
 // ErrVaultMalformed, or are Secrets Manager failures.
 func (r *Resolver) Credentials(ctx context.Context, vaultID string) ([]Credential, error) {
+	snap, err := r.read(ctx, vaultID)
+	if err != nil {
+		return nil, err
+	}
+	return snap.creds, nil
+}
+
+// snapshot is one version of a vault: its id, raw credentials and parsed
+// credentials, index for index.
+type snapshot struct {
+	version string
+	raws    []json.RawMessage
+	creds   []Credential
+}
+
+// find returns the index of the first credential for server (normalised),
+// or -1.
+func (s *snapshot) find(server string) int {
+	for i, c := range s.creds {
+		if c.ServerURL == server {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *Resolver) read(ctx context.Context, vaultID string) (*snapshot, error) {
 	if err := r.validate(vaultID); err != nil {
 		return nil, err
 	}
 	name := r.prefix + vaultID
-	out, err := r.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name)})
+	// AWSCURRENT named explicitly: moto answers a request without a stage
+	// from the version last put, even after UpdateSecretVersionStage.
+	out, err := r.api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name), VersionStage: aws.String("AWSCURRENT")})
 	if err != nil {
 		var notFound *types.ResourceNotFoundException
 		var invalid *types.InvalidRequestException
@@ -168,55 +239,20 @@ func (r *Resolver) Credentials(ctx context.Context, vaultID string) ([]Credentia
 	default:
 		return nil, fmt.Errorf("%w: vault %s: the secret has no value", ErrVaultMalformed, vaultID)
 	}
-	creds, err := Parse(data)
+	raws, creds, err := parseDoc(data)
 	if err != nil {
 		return nil, fmt.Errorf("vault %s: %w", vaultID, err)
 	}
-	return creds, nil
+	return &snapshot{version: aws.ToString(out.VersionId), raws: raws, creds: creds}, nil
 }
 
 // Parse decodes a vault's JSON (format: package doc) into credentials whose
-// ServerURL is normalised. Errors wrap ErrVaultMalformed and never quote the
-// secret.
+// ServerURL is normalised. Field names match case for case; unknown or
+// repeated fields and trailing data are refused. Errors wrap
+// ErrVaultMalformed and never quote the secret.
 func Parse(data []byte) ([]Credential, error) {
-	if len(data) > MaxSecretBytes {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrVaultMalformed, len(data), MaxSecretBytes)
-	}
-	var doc struct {
-		Credentials *[]struct {
-			ServerURL *string `json:"server_url"`
-			Token     *string `json:"token"`
-		} `json:"credentials"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrVaultMalformed, describe(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrVaultMalformed)
-	}
-	if doc.Credentials == nil {
-		return nil, fmt.Errorf("%w: no \"credentials\" array", ErrVaultMalformed)
-	}
-	creds := make([]Credential, 0, len(*doc.Credentials))
-	for i, c := range *doc.Credentials {
-		if c.ServerURL == nil || *c.ServerURL == "" {
-			return nil, fmt.Errorf("%w: credential %d: no server_url", ErrVaultMalformed, i)
-		}
-		norm, err := NormalizeURL(*c.ServerURL)
-		if err != nil {
-			return nil, fmt.Errorf("%w: credential %d: server_url: %w", ErrVaultMalformed, i, err)
-		}
-		if c.Token == nil || *c.Token == "" {
-			return nil, fmt.Errorf("%w: credential %d: no token", ErrVaultMalformed, i)
-		}
-		if !headerSafe(*c.Token) {
-			return nil, fmt.Errorf("%w: credential %d: the token has characters a header cannot carry (space, control or non-ASCII)", ErrVaultMalformed, i)
-		}
-		creds = append(creds, Credential{ServerURL: norm, Token: *c.Token})
-	}
-	return creds, nil
+	_, creds, err := parseDoc(data)
+	return creds, err
 }
 
 // describe names a JSON decoding failure without quoting the input.
@@ -231,7 +267,7 @@ func describe(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "empty or incomplete JSON"
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return "unknown field (allowed: credentials, server_url, token)"
+		return "unknown field"
 	default:
 		return "not a credentials object"
 	}
@@ -247,35 +283,8 @@ func headerSafe(s string) bool {
 	return true
 }
 
-// Credential is one server URL (normalised) and its bearer token. Printing,
-// logging or marshaling a Credential redacts the token.
-type Credential struct {
-	ServerURL string
-	Token     string
-}
-
-func (c Credential) String() string {
-	return fmt.Sprintf("{ServerURL:%s Token:%s}", redactURL(c.ServerURL), redactToken(c.Token))
-}
-
-// Format prints String for every verb, so no verb reaches the token.
-func (c Credential) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
-
-// LogValue redacts the token.
-func (c Credential) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("server_url", redactURL(c.ServerURL)), slog.String("token", redactToken(c.Token)))
-}
-
-// MarshalJSON redacts the token.
-func (c Credential) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		ServerURL string `json:"server_url"`
-		Token     string `json:"token"`
-	}{redactURL(c.ServerURL), redactToken(c.Token)})
-}
-
 func (m Match) String() string {
-	return fmt.Sprintf("{Found:%t VaultID:%s Token:%s Hints:%q}", m.Found, m.VaultID, redactToken(m.Token), m.Hints)
+	return fmt.Sprintf("{Found:%t VaultID:%s Type:%s Token:%s Hints:%q}", m.Found, m.VaultID, m.Type, redactToken(m.Token), m.Hints)
 }
 
 // Format prints String for every verb, so no verb reaches the token.
@@ -286,6 +295,7 @@ func (m Match) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Bool("found", m.Found),
 		slog.String("vault_id", m.VaultID),
+		slog.String("type", m.Type),
 		slog.String("token", redactToken(m.Token)),
 		slog.Any("hints", m.Hints),
 	)
@@ -296,9 +306,10 @@ func (m Match) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Found   bool     `json:"found"`
 		VaultID string   `json:"vault_id,omitempty"`
+		Type    string   `json:"type,omitempty"`
 		Token   string   `json:"token,omitempty"`
 		Hints   []string `json:"hints,omitempty"`
-	}{m.Found, m.VaultID, redactToken(m.Token), m.Hints})
+	}{m.Found, m.VaultID, m.Type, redactToken(m.Token), m.Hints})
 }
 
 func redactToken(t string) string {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
@@ -16,6 +17,15 @@ import (
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
+
+// static completes a found Match of a static_bearer credential for
+// serverURL: its type, server URL and secrets.
+func static(m vault.Match, serverURL string) vault.Match {
+	if m.Found {
+		m.Type, m.ServerURL, m.Secrets = vault.TypeStaticBearer, serverURL, []string{m.Token}
+	}
+	return m
+}
 
 // creds is the vault value holding url, token pairs.
 func creds(pairs ...string) string {
@@ -129,7 +139,7 @@ func TestLookup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(static(tt.want, tt.server), got); diff != "" {
 				t.Errorf("Lookup (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantAsked, f.Asked()); diff != "" {
@@ -224,7 +234,7 @@ func TestSecretBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (vault.Match{Found: true, VaultID: "bin", Token: "tok-bin"}); !cmp.Equal(want, got) {
+	if want := static(vault.Match{Found: true, VaultID: "bin", Token: "tok-bin"}, server); !cmp.Equal(want, got) {
 		t.Errorf("Lookup = %v, want %v", got, want)
 	}
 }
@@ -250,8 +260,8 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []vault.Credential{
-		{ServerURL: "https://a.example.com/", Token: "t1"},
-		{ServerURL: "http://b.example.com:8080/mcp/", Token: "t2"},
+		{Type: vault.TypeStaticBearer, ServerURL: "https://a.example.com/", Token: "t1"},
+		{Type: vault.TypeStaticBearer, ServerURL: "http://b.example.com:8080/mcp/", Token: "t2"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -300,5 +310,83 @@ func TestNoTokenInOutput(t *testing.T) {
 	// The useful parts are still there.
 	if !strings.Contains(outputs[0], `"vault_id":"team"`) || !strings.Contains(outputs[0], "[redacted]") {
 		t.Errorf("JSON log lacks the vault id or the redaction mark: %s", outputs[0])
+	}
+}
+
+func TestParseOAuthShapes(t *testing.T) {
+	key := `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgevZzL1gdAFr88hb2
+OF/2NxApJCzGCEDdfSp6VQO30hyhRANCAAQRWz+jn65BtOMvdyHKcvjBeBSDZH2r
+1RTwjmYSi9R/zpBnuQ4EiMnCqfMPWiZqB4QdbAd0E7oH50VpuZ1P087G
+-----END PRIVATE KEY-----`
+	keyJSON, _ := json.Marshal(key)
+	good := `{"credentials":[
+		{"type":"mcp_oauth","server_url":"https://mcp.example.com/mcp","access_token":"at","expires_at":"2026-12-01T12:00:00Z",
+		 "refresh":{"token_endpoint":"https://auth.example.com/token","client_id":"c","refresh_token":"rt","scope":"s","resource":"https://mcp.example.com/mcp",
+		            "token_endpoint_auth":{"type":"client_secret_post","client_secret":"cs"}}},
+		{"type":"oauth_client_credentials","server_url":"https://m2m.example.com/mcp","client_id":"c2","client_secret":"cs2"},
+		{"type":"oauth_client_credentials","server_url":"https://jwt.example.com/mcp","client_id":"c3",
+		 "token_endpoint_auth":{"type":"private_key_jwt","private_key":` + string(keyJSON) + `,"key_id":"k1"}},
+		{"type":"static_bearer","server_url":"https://static.example.com/","token":"t"}]}`
+	got, err := vault.Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vault.Credential{
+		{Type: vault.TypeMCPOAuth, ServerURL: "https://mcp.example.com/mcp", Token: "at", ExpiresAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
+			Refresh: &vault.Refresh{TokenEndpoint: "https://auth.example.com/token", ClientID: "c", RefreshToken: "rt", Scope: "s", Resource: "https://mcp.example.com/mcp",
+				Auth: vault.EndpointAuth{Type: "client_secret_post", ClientSecret: "cs"}}},
+		{Type: vault.TypeClientCredentials, ServerURL: "https://m2m.example.com/mcp", Client: &vault.Client{ClientID: "c2", ClientSecret: "cs2"}},
+		{Type: vault.TypeClientCredentials, ServerURL: "https://jwt.example.com/mcp", Client: &vault.Client{ClientID: "c3",
+			Auth: &vault.EndpointAuth{Type: "private_key_jwt", PrivateKey: key, KeyID: "k1"}}},
+		{Type: vault.TypeStaticBearer, ServerURL: "https://static.example.com/", Token: "t"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	// What Encode writes, Parse reads back the same.
+	again, err := vault.Parse(vault.Encode(got...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again); diff != "" {
+		t.Errorf("Parse(Encode) (-want +got):\n%s", diff)
+	}
+
+	const oauthCred = `"type":"mcp_oauth","server_url":"https://mcp.example.com/mcp","access_token":"at"`
+	const refresh = `"token_endpoint":"https://auth.example.com/token","client_id":"c","refresh_token":"rt"`
+	for _, tt := range []struct{ name, cred string }{
+		{"unknown type", `{"type":"bearer","server_url":"https://a.example.com/","token":"t"}`},
+		{"field in another case", `{"TYPE":"mcp_oauth","server_url":"https://mcp.example.com/mcp","access_token":"at"}`},
+		{"nested field in another case", `{` + oauthCred + `,"refresh":{"Token_Endpoint":"https://auth.example.com/token","client_id":"c","refresh_token":"rt"}}`},
+		{"field given twice", `{` + oauthCred + `,"access_token":"at2"}`},
+		{"static field on oauth", `{` + oauthCred + `,"token":"t"}`},
+		{"no access_token", `{"type":"mcp_oauth","server_url":"https://mcp.example.com/mcp"}`},
+		{"expires_at not RFC 3339", `{` + oauthCred + `,"expires_at":"tomorrow"}`},
+		{"refresh without refresh_token", `{` + oauthCred + `,"refresh":{"token_endpoint":"https://auth.example.com/token","client_id":"c"}}`},
+		{"refresh token_endpoint not a URL", `{` + oauthCred + `,"refresh":{"token_endpoint":"auth.example.com","client_id":"c","refresh_token":"rt"}}`},
+		{"refresh basic without secret", `{` + oauthCred + `,"refresh":{` + refresh + `,"token_endpoint_auth":{"type":"client_secret_basic"}}}`},
+		{"refresh private_key_jwt", `{` + oauthCred + `,"refresh":{` + refresh + `,"token_endpoint_auth":{"type":"private_key_jwt"}}}`},
+		{"client credentials without secret", `{"type":"oauth_client_credentials","server_url":"https://a.example.com/","client_id":"c"}`},
+		{"client credentials without client_id", `{"type":"oauth_client_credentials","server_url":"https://a.example.com/","client_secret":"s"}`},
+		{"private_key_jwt without a key", `{"type":"oauth_client_credentials","server_url":"https://a.example.com/","client_id":"c","token_endpoint_auth":{"type":"private_key_jwt","private_key":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"}}`},
+		{"client credentials refresh field", `{"type":"oauth_client_credentials","server_url":"https://a.example.com/","client_id":"c","client_secret":"s","refresh":{}}`},
+		{"static type with oauth fields", `{"type":"static_bearer","server_url":"https://a.example.com/","token":"t","access_token":"x"}`},
+		{"lease without holder", `{` + oauthCred + `,"refresh_lease":{"expires_at":"2026-12-01T12:00:00Z"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := vault.Parse([]byte(`{"credentials":[` + tt.cred + `]}`))
+			if !errors.Is(err, vault.ErrVaultMalformed) {
+				t.Fatalf("Parse: %v, want ErrVaultMalformed", err)
+			}
+			for _, secret := range []string{`"at"`, "AAAA"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error quotes a secret: %v", err)
+				}
+			}
+		})
+	}
+	if _, err := vault.Parse([]byte(`{"Credentials":[]}`)); !errors.Is(err, vault.ErrVaultMalformed) {
+		t.Errorf("Parse of a top-level name in another case: %v, want ErrVaultMalformed", err)
 	}
 }

@@ -5,7 +5,7 @@ package vaulttest
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -17,28 +17,113 @@ import (
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
-var _ vault.SecretsAPI = (*Secrets)(nil)
+var (
+	_ vault.SecretsAPI    = (*Secrets)(nil)
+	_ vault.SecretsWriter = (*Secrets)(nil)
+)
 
 // Secrets answers GetSecretValue from secret names set with Put,
 // PutBinary, PutCredentials or Fail; an unknown name is a
-// ResourceNotFoundException, as in Secrets Manager. Safe for concurrent
-// use; the zero value is empty.
+// ResourceNotFoundException, as in Secrets Manager. PutSecretValue and
+// UpdateSecretVersionStage keep versions as Secrets Manager does for the
+// AWSCURRENT label: a version put with other stages is not current until
+// UpdateSecretVersionStage moves AWSCURRENT onto it from the version that
+// holds it (else InvalidParameterException). Safe for concurrent use; the
+// zero value is empty.
 type Secrets struct {
-	mu     sync.Mutex
-	values map[string]string
-	binary map[string][]byte
-	errs   map[string]error
-	asked  []string
+	mu       sync.Mutex
+	values   map[string]string // the AWSCURRENT value
+	current  map[string]string // the AWSCURRENT version id
+	versions map[string]string // name + "\x00" + version id → value
+	binary   map[string][]byte
+	errs     map[string]error
+	asked    []string
+	writes   int
+	seq      int
 }
 
-// Put stores a secret's string value under its full name.
+// Put stores a secret's string value under its full name, as a new
+// current version.
 func (s *Secrets) Put(name, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.put(name, value, "", true)
+}
+
+func (s *Secrets) put(name, value, version string, current bool) string {
 	if s.values == nil {
-		s.values = make(map[string]string)
+		s.values, s.current, s.versions = map[string]string{}, map[string]string{}, map[string]string{}
 	}
-	s.values[name] = value
+	if version == "" {
+		s.seq++
+		version = fmt.Sprintf("v%032d", s.seq)
+	}
+	s.versions[name+"\x00"+version] = value
+	if current {
+		s.values[name] = value
+		s.current[name] = version
+	}
+	return version
+}
+
+// Writes is the number of PutSecretValue calls so far.
+func (s *Secrets) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Value returns the current string value of name.
+func (s *Secrets) Value(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.values[name]
+}
+
+// PutSecretValue stores a new version of an existing secret; it becomes
+// current unless VersionStages omits AWSCURRENT.
+func (s *Secrets) PutSecretValue(_ context.Context, in *secretsmanager.PutSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := aws.ToString(in.SecretId)
+	s.writes++
+	if err := s.errs[name]; err != nil {
+		return nil, err
+	}
+	if _, ok := s.values[name]; !ok {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
+	}
+	version := aws.ToString(in.ClientRequestToken)
+	if old, ok := s.versions[name+"\x00"+version]; ok && version != "" {
+		if old != aws.ToString(in.SecretString) {
+			return nil, &types.ResourceExistsException{Message: aws.String("You can't use ClientRequestToken " + version + " because that value is already in use.")}
+		}
+		return &secretsmanager.PutSecretValueOutput{Name: in.SecretId, VersionId: aws.String(version)}, nil
+	}
+	current := in.VersionStages == nil || slices.Contains(in.VersionStages, "AWSCURRENT")
+	version = s.put(name, aws.ToString(in.SecretString), version, current)
+	return &secretsmanager.PutSecretValueOutput{Name: in.SecretId, VersionId: aws.String(version)}, nil
+}
+
+// UpdateSecretVersionStage moves AWSCURRENT (the only label it knows) from
+// RemoveFromVersionId, which must hold it, to MoveToVersionId.
+func (s *Secrets) UpdateSecretVersionStage(_ context.Context, in *secretsmanager.UpdateSecretVersionStageInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.UpdateSecretVersionStageOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := aws.ToString(in.SecretId)
+	if aws.ToString(in.VersionStage) != "AWSCURRENT" {
+		return nil, &types.InvalidParameterException{Message: aws.String("vaulttest: only AWSCURRENT moves")}
+	}
+	if s.current[name] != aws.ToString(in.RemoveFromVersionId) {
+		return nil, &types.InvalidParameterException{Message: aws.String("Version stage AWSCURRENT not found in version " + aws.ToString(in.RemoveFromVersionId))}
+	}
+	to := aws.ToString(in.MoveToVersionId)
+	v, ok := s.versions[name+"\x00"+to]
+	if !ok {
+		return nil, &types.InvalidParameterException{Message: aws.String("Not a valid version: " + to)}
+	}
+	s.values[name], s.current[name] = v, to
+	return &secretsmanager.UpdateSecretVersionStageOutput{Name: in.SecretId}, nil
 }
 
 // PutBinary stores a secret's binary value under its full name.
@@ -96,7 +181,7 @@ func (s *Secrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecret
 	if !ok {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
 	}
-	return &secretsmanager.GetSecretValueOutput{Name: aws.String(name), SecretString: aws.String(v)}, nil
+	return &secretsmanager.GetSecretValueOutput{Name: aws.String(name), SecretString: aws.String(v), VersionId: aws.String(s.current[name])}, nil
 }
 
 // CreateSecret creates the secret name holding creds in the vault format,
@@ -115,22 +200,8 @@ type SecretCreator interface {
 
 var _ SecretCreator = (*secretsmanager.Client)(nil)
 
-// JSON is the vault value holding creds, tokens included (Credential's own
-// MarshalJSON redacts them).
+// JSON is the vault value holding creds, secrets included (Credential's
+// own MarshalJSON redacts them): vault.Encode as a string.
 func JSON(creds ...vault.Credential) string {
-	type cred struct {
-		ServerURL string `json:"server_url"`
-		Token     string `json:"token"`
-	}
-	doc := struct {
-		Credentials []cred `json:"credentials"`
-	}{Credentials: []cred{}}
-	for _, c := range creds {
-		doc.Credentials = append(doc.Credentials, cred{c.ServerURL, c.Token})
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		panic(err) // strings only: cannot fail
-	}
-	return string(b)
+	return string(vault.Encode(creds...))
 }

@@ -24,7 +24,7 @@ func TestSecretsWithResolver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(vault.Match{Found: true, VaultID: "team", Token: "tok"}, got); diff != "" {
+	if diff := cmp.Diff(vault.Match{Found: true, VaultID: "team", Type: vault.TypeStaticBearer, ServerURL: "https://mcp.example.com/mcp", Token: "tok", Secrets: []string{"tok"}}, got); diff != "" {
 		t.Errorf("Lookup (-want +got):\n%s", diff)
 	}
 	for id, want := range map[string]error{"missing": vault.ErrVaultNotFound, "broken": vault.ErrVaultMalformed, "down": boom} {
@@ -61,7 +61,7 @@ func TestCreateSecretOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(vault.Match{Found: true, VaultID: "team", Token: "tok"}, got); diff != "" {
+	if diff := cmp.Diff(vault.Match{Found: true, VaultID: "team", Type: vault.TypeStaticBearer, ServerURL: "https://mcp.example.com/mcp", Token: "tok", Secrets: []string{"tok"}}, got); diff != "" {
 		t.Errorf("Lookup (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,446 @@
+// Package oauthtest runs a small OAuth 2.1 authorization server and an
+// MCP-style protected resource on loopback, for tests of package oauth,
+// package vault and the functions.
+//
+// The Server rotates refresh tokens (each is good once; presenting a spent
+// one is counted by Reuses and revokes its whole grant, as strict servers
+// do), counts token requests, records spent refresh tokens, issues
+// expires_in, checks client_secret_basic, client_secret_post, none and
+// private_key_jwt, and serves RFC 8414 metadata. Its refusals quote the
+// presented refresh token in error_description, so tests can check that
+// nothing repeats what a server says. A Resource answers 401 with a
+// WWW-Authenticate challenge naming its RFC 9728 metadata unless the
+// request carries a token the Server issued.
+package oauthtest
+
+import (
+	"crypto"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	ClientID     string           // default "mcpfn-test-client"
+	ClientSecret string           // default a random "cs-…"
+	PublicKey    crypto.PublicKey // verifies private_key_jwt assertions; nil refuses them
+	// AuthMethods is token_endpoint_auth_methods_supported in the metadata
+	// (default client_secret_basic, client_secret_post, private_key_jwt,
+	// none). The token endpoint accepts every method whatever it lists.
+	AuthMethods []string
+	ExpiresIn   time.Duration // default 1 h; negative: no expires_in
+	Scope       string        // the scope granted when none is asked
+	// TokenDelay holds every token answer that long (after the request is
+	// counted), so concurrent clients overlap.
+	TokenDelay time.Duration
+}
+
+// TokenRequest is one request to the token endpoint, as the Server saw it.
+type TokenRequest struct {
+	GrantType    string
+	AuthMethod   string // how the client authenticated; "" when it failed
+	ClientID     string
+	Scope        string
+	Resource     string
+	RefreshToken string // the one presented, for grant_type refresh_token
+	Error        string // the OAuth error answered, "" for a token
+}
+
+// Server is the authorization server. Its methods are safe for concurrent use.
+type Server struct {
+	*httptest.Server
+	Issuer   string // the issuer and base URL, http://127.0.0.1:port
+	TokenURL string // Issuer + "/token"
+	Options  Options
+
+	mu       sync.Mutex
+	hits     int
+	requests []TokenRequest
+	live     map[string]string // live refresh token → grant id
+	spent    map[string]string // spent refresh token → grant id
+	spentAll []string
+	revoked  map[string]bool   // grant ids
+	access   map[string]string // access token → grant id
+	reuses   int
+}
+
+// NewServer starts a Server on loopback, closed in tb.Cleanup.
+func NewServer(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	if o.ClientID == "" {
+		o.ClientID = "mcpfn-test-client"
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = "cs-" + random()
+	}
+	if o.AuthMethods == nil {
+		o.AuthMethods = []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}
+	}
+	if o.ExpiresIn == 0 {
+		o.ExpiresIn = time.Hour
+	}
+	s := &Server{Options: o, live: map[string]string{}, spent: map[string]string{}, revoked: map[string]bool{}, access: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
+	mux.HandleFunc("POST /token", s.token)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits++
+		s.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(s.Close)
+	s.Issuer = s.URL
+	s.TokenURL = s.URL + "/token"
+	return s
+}
+
+// AllowEntry is the guard allow entry for this server's address and port
+// only, e.g. "127.0.0.1/32:41234".
+func (s *Server) AllowEntry() string { return allowEntry(s.Listener.Addr()) }
+
+func allowEntry(a net.Addr) string {
+	ap := a.(*net.TCPAddr).AddrPort()
+	if ap.Addr().Is6() {
+		return fmt.Sprintf("[%s/128]:%d", ap.Addr(), ap.Port())
+	}
+	return fmt.Sprintf("%s/32:%d", ap.Addr(), ap.Port())
+}
+
+// IssueRefreshToken starts a grant, as an authorization-code exchange
+// would, and returns its refresh token.
+func (s *Server) IssueRefreshToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt := "rt-" + random()
+	s.live[rt] = "g-" + random()
+	return rt
+}
+
+// IssueAccessToken returns an access token valid at the Server (and so at
+// its Resources) without a request.
+func (s *Server) IssueAccessToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := "at-" + random()
+	s.access[at] = "g-" + random()
+	return at
+}
+
+// Revoke ends the grant of refresh or access token tok: its tokens stop
+// working and its refresh token gets invalid_grant.
+func (s *Server) Revoke(tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []map[string]string{s.live, s.spent, s.access} {
+		if g, ok := m[tok]; ok {
+			s.revoked[g] = true
+		}
+	}
+}
+
+// Valid reports whether the access token was issued here and not revoked.
+func (s *Server) Valid(accessToken string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.access[accessToken]
+	return ok && !s.revoked[g]
+}
+
+// Hits is the number of HTTP requests the Server got, any path.
+func (s *Server) Hits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
+// TokenRequests returns the token requests so far, in order.
+func (s *Server) TokenRequests() []TokenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// SpentRefreshTokens returns the refresh tokens exchanged successfully, in
+// order: each appears once.
+func (s *Server) SpentRefreshTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.spentAll)
+}
+
+// Reuses is how many times a spent refresh token was presented again.
+func (s *Server) Reuses() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reuses
+}
+
+func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                s.Issuer,
+		"authorization_endpoint":                s.Issuer + "/authorize",
+		"token_endpoint":                        s.TokenURL,
+		"response_types_supported":              []string{"code"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": s.Options.AuthMethods,
+	})
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	f := r.PostForm
+	req := TokenRequest{GrantType: f.Get("grant_type"), Scope: f.Get("scope"), Resource: f.Get("resource"), RefreshToken: f.Get("refresh_token")}
+	req.AuthMethod, req.ClientID = s.authenticate(r)
+	if d := s.Options.TokenDelay; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fail := func(status int, code, desc string) {
+		req.Error = code
+		s.requests = append(s.requests, req)
+		writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+	}
+	if req.AuthMethod == "" {
+		fail(http.StatusUnauthorized, "invalid_client", "client authentication failed")
+		return
+	}
+	grant := "g-" + random()
+	switch req.GrantType {
+	case "refresh_token":
+		rt := req.RefreshToken
+		g, live := s.live[rt]
+		switch {
+		case !live && s.spent[rt] != "":
+			s.reuses++
+			s.revoked[s.spent[rt]] = true
+			fail(http.StatusBadRequest, "invalid_grant", "refresh token "+rt+" was already used; the grant is revoked")
+			return
+		case !live, s.revoked[g]:
+			fail(http.StatusBadRequest, "invalid_grant", "refresh token "+rt+" is not valid")
+			return
+		}
+		delete(s.live, rt)
+		s.spent[rt] = g
+		s.spentAll = append(s.spentAll, rt)
+		grant = g
+	case "client_credentials":
+		if req.AuthMethod == "none" {
+			fail(http.StatusUnauthorized, "invalid_client", "a public client cannot use client_credentials")
+			return
+		}
+	default:
+		fail(http.StatusBadRequest, "unsupported_grant_type", "")
+		return
+	}
+	s.requests = append(s.requests, req)
+	at := "at-" + random()
+	s.access[at] = grant
+	out := map[string]any{"access_token": at, "token_type": "Bearer"}
+	if s.Options.ExpiresIn > 0 {
+		out["expires_in"] = int(s.Options.ExpiresIn / time.Second)
+	}
+	if req.GrantType == "refresh_token" {
+		next := "rt-" + random()
+		s.live[next] = grant
+		out["refresh_token"] = next
+	}
+	if scope := req.Scope; scope != "" || s.Options.Scope != "" {
+		if scope == "" {
+			scope = s.Options.Scope
+		}
+		out["scope"] = scope
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// authenticate returns the method the client used and its id, or "" when
+// authentication failed.
+func (s *Server) authenticate(r *http.Request) (method, clientID string) {
+	o := s.Options
+	f := r.PostForm
+	if h := r.Header.Get("Authorization"); h != "" {
+		raw, ok := strings.CutPrefix(h, "Basic ")
+		if !ok {
+			return "", ""
+		}
+		b, err := base64.StdEncoding.DecodeString(raw)
+		if err != nil {
+			return "", ""
+		}
+		id, secret, _ := strings.Cut(string(b), ":")
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+		if id != o.ClientID || secret != o.ClientSecret || f.Has("client_secret") {
+			return "", id
+		}
+		return "client_secret_basic", id
+	}
+	id := f.Get("client_id")
+	switch {
+	case f.Has("client_assertion"):
+		if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || o.PublicKey == nil {
+			return "", id
+		}
+		var claims jwt.RegisteredClaims
+		_, err := jwt.ParseWithClaims(f.Get("client_assertion"), &claims, func(*jwt.Token) (any, error) { return o.PublicKey, nil },
+			jwt.WithAudience(s.TokenURL), jwt.WithIssuer(o.ClientID), jwt.WithSubject(o.ClientID), jwt.WithExpirationRequired(),
+			jwt.WithValidMethods([]string{"RS256", "ES256", "ES384", "ES512", "EdDSA"}))
+		if err != nil || claims.ID == "" || (id != "" && id != o.ClientID) {
+			return "", id
+		}
+		return "private_key_jwt", o.ClientID
+	case f.Has("client_secret"):
+		if id != o.ClientID || f.Get("client_secret") != o.ClientSecret {
+			return "", id
+		}
+		return "client_secret_post", id
+	case id == o.ClientID:
+		return "none", id
+	}
+	return "", id
+}
+
+// ResourceOptions configure a Resource. The zero value is usable.
+type ResourceOptions struct {
+	// MetadataURL is the challenge's resource_metadata; default the
+	// Resource's own /.well-known/oauth-protected-resource/mcp.
+	MetadataURL string
+	// AuthorizationServers is the metadata's authorization_servers;
+	// default the Server's issuer.
+	AuthorizationServers []string
+	Scope                string       // the challenge's scope, if any
+	Handler              http.Handler // reached with a valid token; default answers 200 {}
+}
+
+// Resource is an MCP-style protected resource at URL (base + "/mcp").
+type Resource struct {
+	*httptest.Server
+	URL         string // the protected resource, base + "/mcp"
+	MetadataURL string // its RFC 9728 metadata
+
+	mu         sync.Mutex
+	challenges int
+	served     int
+}
+
+// NewResource starts a Resource guarded by as, closed in tb.Cleanup.
+func NewResource(tb testing.TB, as *Server, o ResourceOptions) *Resource {
+	tb.Helper()
+	res := &Resource{}
+	mux := http.NewServeMux()
+	res.Server = httptest.NewServer(mux)
+	tb.Cleanup(res.Close)
+	res.URL = res.Server.URL + "/mcp"
+	res.MetadataURL = res.Server.URL + "/.well-known/oauth-protected-resource/mcp"
+	servers := o.AuthorizationServers
+	if servers == nil {
+		servers = []string{as.Issuer}
+	}
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"resource": res.URL, "authorization_servers": servers, "scopes_supported": []string{"mcp"}})
+	})
+	next := o.Handler
+	if next == nil {
+		next = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]any{}) })
+	}
+	pointer := o.MetadataURL
+	if pointer == "" {
+		pointer = res.MetadataURL
+	}
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res.mu.Lock()
+		res.served++
+		res.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+	guarded := RequireBearer(as, pointer, o.Scope, counted)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !as.Valid(bearer(r)) {
+			res.mu.Lock()
+			res.challenges++
+			res.mu.Unlock()
+		}
+		guarded.ServeHTTP(w, r)
+	}))
+	return res
+}
+
+// AllowEntry is the guard allow entry for this resource's address and port.
+func (r *Resource) AllowEntry() string { return allowEntry(r.Listener.Addr()) }
+
+// Challenges is the number of requests answered 401.
+func (r *Resource) Challenges() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.challenges
+}
+
+// Served is the number of requests that carried a valid token.
+func (r *Resource) Served() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.served
+}
+
+// RequireBearer answers 401 with `WWW-Authenticate: Bearer
+// resource_metadata="<metadataURL>"` (and scope, when set) to a request
+// without a token valid at as, and passes the others to next.
+func RequireBearer(as *Server, metadataURL, scope string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if as.Valid(bearer(r)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ch := fmt.Sprintf("Bearer resource_metadata=%q", metadataURL)
+		if scope != "" {
+			ch += fmt.Sprintf(", scope=%q", scope)
+		}
+		if bearer(r) != "" {
+			ch += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", ch)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	})
+}
+
+func bearer(r *http.Request) string {
+	t, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return t
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func random() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
