@@ -104,6 +104,8 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"CallRole", "CallLedger", "dynamodb", reflect.TypeFor[ledger.DynamoAPI](), nil, "CallsTable"},
 		{"DiscoverRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
 		{"CallRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
+		{"DiscoverRole", "VaultWriteBack", "secretsmanager", reflect.TypeFor[vault.SecretsWriter](), nil, ""},
+		{"CallRole", "VaultWriteBack", "secretsmanager", reflect.TypeFor[vault.SecretsWriter](), nil, ""},
 		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "DiscoverDLQ"},
 		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "CallDLQ"},
 		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"}, // no resource type in IAM

@@ -11,14 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/startup"
-	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
 func main() {
@@ -55,7 +53,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	h := &Handler{
 		Connect:     connect,
 		Catalog:     store,
-		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(awsCfg), s.SecretsPrefix),
+		Credentials: st.OpenVaults(),
 		Ledger:      calls,
 		Render:      opts,
 		Metrics:     os.Stdout,

@@ -160,7 +160,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		return nil, err
 	}
 	it.SetServer(u)
-	token, err := runner.BearerToken(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -170,16 +170,16 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if client == nil {
 		client = mcp.DefaultClient
 	}
-	conn, err := h.Connect(octx, mcp.Config{URL: req.ServerURL, BearerToken: token, HTTPClient: client})
+	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client}))
 	if err != nil {
-		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not connect to the MCP server")
+		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	listing, err := conn.ListTools(octx)
 	_ = conn.Close()
 	stats := conn.Stats() // after Close: the closing DELETE is one of the requests
 	it.SetUsage(stats.ProtocolVersion, stats.Requests, stats.ResponseBytes)
 	if err != nil {
-		return nil, wire.Errorf(wire.ClassifyMCP(err), err, "could not list the MCP server's tools")
+		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
 	if listing, err = checkSchemas(octx, listing); err != nil {
 		return nil, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")

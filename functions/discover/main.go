@@ -9,12 +9,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/startup"
-	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
 func main() {
@@ -38,7 +36,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	h := &Handler{
 		Connect:     connect,
 		Store:       store,
-		Credentials: vault.NewResolver(secretsmanager.NewFromConfig(st.AWS), st.Settings.SecretsPrefix),
+		Credentials: st.OpenVaults(),
 		Metrics:     os.Stdout,
 		Logger:      st.Logger,
 	}

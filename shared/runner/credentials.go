@@ -3,36 +3,62 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"sync"
 
+	"golang.org/x/oauth2"
+
+	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/oauth"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
-// Vaults finds a server's bearer token in vaults.
+// Vaults finds a server's credential in vaults, and refreshes an OAuth
+// one the server refused.
 type Vaults interface {
 	Lookup(ctx context.Context, vaultIDs []string, serverURL string) (vault.Match, error)
+	Refresh(ctx context.Context, m vault.Match) (vault.Match, error)
 }
 
 var _ Vaults = (*vault.Resolver)(nil)
 
-// BearerToken returns the token of the first credential in vaultIDs for
-// serverURL, or "" (connect anonymously) when none matches or vaultIDs is
-// empty. It logs the lookup's hints to log, registers the token with
-// it.AddSecret and notes which vault matched on the summary line. A vault
-// id that is malformed, names no vault, or a vault that holds no usable
-// credentials is wire.InvalidRequest; any other failure is wire.Internal.
-func BearerToken(ctx context.Context, v Vaults, it *Item, vaultIDs []string, serverURL string, log *slog.Logger) (string, error) {
+// Auth is how a work item authorizes to its server: nothing, a static
+// bearer token, or an OAuth credential's token that a 401 or 403 refreshes
+// once (OAuth). Config puts it into an mcp.Config.
+type Auth struct {
+	Token string
+	OAuth *Refresher
+}
+
+// Config returns cfg authorized by a.
+func (a Auth) Config(cfg mcp.Config) mcp.Config {
+	if a.OAuth != nil {
+		cfg.OAuth = a.OAuth
+		return cfg
+	}
+	cfg.BearerToken = a.Token
+	return cfg
+}
+
+// Credential returns the authorization of the first credential in
+// vaultIDs for serverURL: none (connect anonymously) when none matches or
+// vaultIDs is empty. An OAuth credential's token is fresh (refreshed
+// first when it expires within a minute). It logs the lookup's hints to
+// log, registers every token and secret the lookup saw with it.AddSecret
+// and notes which vault matched on the summary line. Errors are
+// *wire.Error: a malformed vault id, a missing vault or unusable
+// credentials are InvalidRequest; an OAuth failure has its OAuthErrorType;
+// any other failure is Internal.
+func Credential(ctx context.Context, v Vaults, it *Item, vaultIDs []string, serverURL string, log *slog.Logger) (Auth, error) {
 	if len(vaultIDs) == 0 {
-		return "", nil
+		return Auth{}, nil
 	}
 	m, err := v.Lookup(ctx, vaultIDs, serverURL)
-	switch {
-	case errors.Is(err, vault.ErrBadVaultID), errors.Is(err, vault.ErrVaultNotFound),
-		errors.Is(err, vault.ErrVaultMalformed), errors.Is(err, vault.ErrBadURL):
-		return "", wire.Errorf(wire.InvalidRequest, err, "vault_ids")
-	case err != nil:
-		return "", wire.Errorf(wire.Internal, err, "the vault lookup failed")
+	if err != nil {
+		return Auth{}, vaultError(err, "the vault lookup failed")
 	}
 	for _, hint := range m.Hints {
 		log.LogAttrs(ctx, slog.LevelWarn, "credential hint",
@@ -41,9 +67,102 @@ func BearerToken(ctx context.Context, v Vaults, it *Item, vaultIDs []string, ser
 	}
 	if !m.Found {
 		it.Annotate(slog.String("credential", "none"))
-		return "", nil
+		return Auth{}, nil
 	}
-	it.AddSecret(m.Token)
+	register(it, m)
 	it.Annotate(slog.String("credential", "vault:"+m.VaultID))
-	return m.Token, nil
+	if m.Type == "" || m.Type == vault.TypeStaticBearer {
+		return Auth{Token: m.Token}, nil
+	}
+	it.Annotate(slog.String("credential_type", m.Type))
+	return Auth{Token: m.Token, OAuth: &Refresher{v: v, it: it, m: m}}, nil
+}
+
+// register adds m's token and every secret the lookup saw to it's scrubber.
+func register(it *Item, m vault.Match) {
+	it.AddSecret(m.Token)
+	for _, s := range m.Secrets {
+		it.AddSecret(s)
+	}
+}
+
+// OAuthErrorType is the wire type of an OAuth failure (shared/oauth), or
+// "" when err is none: a refused grant or client is AuthenticationFailed,
+// an endpoint down or slow ConnectionFailed, an unusable answer
+// ProtocolError, an endpoint the egress policy refuses EgressDenied.
+func OAuthErrorType(err error) wire.ErrorType {
+	switch {
+	case errors.Is(err, oauth.ErrRefused):
+		return wire.AuthenticationFailed
+	case errors.Is(err, oauth.ErrUnavailable):
+		return wire.ConnectionFailed
+	case errors.Is(err, oauth.ErrProtocol):
+		return wire.ProtocolError
+	case errors.Is(err, oauth.ErrDenied):
+		return wire.EgressDenied
+	}
+	return ""
+}
+
+// vaultError is the *wire.Error of a failed Lookup or Refresh.
+func vaultError(err error, what string) error {
+	switch {
+	case errors.Is(err, vault.ErrBadVaultID), errors.Is(err, vault.ErrVaultNotFound),
+		errors.Is(err, vault.ErrVaultMalformed), errors.Is(err, vault.ErrBadURL):
+		return wire.Errorf(wire.InvalidRequest, err, "vault_ids")
+	case OAuthErrorType(err) != "":
+		return wire.Errorf(OAuthErrorType(err), err, "the OAuth credential could not be used")
+	}
+	return wire.Errorf(wire.Internal, err, "%s", what)
+}
+
+// Refresher is an OAuth credential's token for mcp.Config.OAuth: its
+// Authorize, after the server refused the token, refreshes it once per
+// work item (vault.Resolver.Refresh) and the SDK sends the request again;
+// a second refusal is the work item's outcome.
+type Refresher struct {
+	v  Vaults
+	it *Item
+
+	mu        sync.Mutex
+	m         vault.Match
+	refreshed bool
+}
+
+var errRefreshedOnce = errors.New("runner: the credential was refreshed once for this work item already")
+
+// TokenSource returns the current token.
+func (r *Refresher) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: r.m.Token, TokenType: "Bearer"}), nil
+}
+
+// Authorize refreshes the token the first time; later it fails.
+func (r *Refresher) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refreshed {
+		return errRefreshedOnce
+	}
+	r.refreshed = true
+	m, err := r.v.Refresh(ctx, r.m)
+	if err != nil {
+		return fmt.Errorf("refresh after the server refused the token: %w", err)
+	}
+	register(r.it, m)
+	r.m = m
+	r.it.Annotate(slog.Bool("token_refreshed_after_refusal", true))
+	return nil
+}
+
+// ClassifyConnect is the wire type of a failed connection or call that
+// may carry a failed OAuth refresh: that refresh's type, else
+// wire.ClassifyMCP's.
+func ClassifyConnect(err error) wire.ErrorType {
+	if t := OAuthErrorType(err); t != "" {
+		return t
+	}
+	return wire.ClassifyMCP(err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
+	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
 // Startup is what Init builds for a function's main: the checked settings,
@@ -114,4 +116,12 @@ func (st *Startup) OpenSchedule() (*schedule.Table, *schedule.Sender) {
 		return table, nil
 	}
 	return table, &schedule.Sender{API: sqs.NewFromConfig(st.AWS), URL: s.DiscoverQueueURL}
+}
+
+// OpenVaults returns the vaults under SecretsPrefix, with OAuth
+// credentials enabled: refreshed tokens are written back to the vault's
+// secret, and every OAuth request goes through the guard's default policy.
+func (st *Startup) OpenVaults() *vault.Resolver {
+	sm := secretsmanager.NewFromConfig(st.AWS)
+	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger}))
 }
