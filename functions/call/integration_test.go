@@ -52,7 +52,7 @@ func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 		HTTPClient:  s.Client(t, mcp.CallTimeout),
 		Policy:      s.Policy,
 		Catalog:     s.Store,
-		Credentials: vault.NewResolver(s.Secrets, s.Prefix),
+		Credentials: vault.NewResolver(s.Secrets, s.Prefix, vault.WithOAuth(vault.OAuth{Secrets: s.Secrets, Policy: s.Policy})),
 		Ledger:      s.ledger,
 		Logger:      s.Logger,
 	}

@@ -44,7 +44,7 @@ func newStack(t *testing.T) *stack {
 		HTTPClient:  s.Client(t, mcp.DialTimeout),
 		Policy:      s.Policy,
 		Store:       s.Store,
-		Credentials: vault.NewResolver(s.Secrets, s.Prefix),
+		Credentials: vault.NewResolver(s.Secrets, s.Prefix, vault.WithOAuth(vault.OAuth{Secrets: s.Secrets, Policy: s.Policy})),
 		Logger:      s.Logger,
 	}
 	s.Start(t, s.handler, nil)
