@@ -84,29 +84,27 @@ func TestOnboardWritesTheCredential(t *testing.T) {
 	if string(v.Credentials[0]) != other {
 		t.Errorf("other credential %s, want it kept as %s", v.Credentials[0], other)
 	}
-	var c credential
-	dec := json.NewDecoder(bytes.NewReader(v.Credentials[1]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		t.Fatal(err)
+	creds, err := vault.Parse(doc) // what the functions read
+	if err != nil || len(creds) != 2 {
+		t.Fatalf("vault.Parse: %v, %v", creds, err)
 	}
-	exp, err := time.Parse(time.RFC3339, c.ExpiresAt)
+	c := creds[1]
 	switch {
-	case c.Type != "mcp_oauth" || c.ServerURL != as.MCPURL || c.AccessToken == "" || c.Refresh == nil:
-		t.Fatalf("credential %+v", c)
-	case err != nil || time.Until(exp) < 50*time.Minute || time.Until(exp) > 61*time.Minute:
-		t.Errorf("expires_at %q (%v), want about an hour from now", c.ExpiresAt, err)
+	case c.Type != vault.TypeMCPOAuth || c.Token == "" || c.Refresh == nil:
+		t.Fatalf("credential %v", c)
+	case time.Until(c.ExpiresAt) < 50*time.Minute || time.Until(c.ExpiresAt) > 61*time.Minute:
+		t.Errorf("expires_at %v, want about an hour from now", c.ExpiresAt)
 	case c.Refresh.TokenEndpoint != as.Issuer+"/token" || !strings.HasPrefix(c.Refresh.ClientID, "client-"):
-		t.Errorf("refresh %+v", c.Refresh)
-	case c.Refresh.TokenEndpointAuth.Type != "client_secret_basic" || c.Refresh.TokenEndpointAuth.ClientSecret == "":
-		t.Errorf("token endpoint auth %+v, want client_secret_basic with the registered secret", c.Refresh.TokenEndpointAuth)
+		t.Errorf("refresh %v", c.Refresh)
+	case c.Refresh.Auth.Type != "client_secret_basic" || c.Refresh.Auth.ClientSecret == "":
+		t.Errorf("token endpoint auth %v, want client_secret_basic with the registered secret", c.Refresh.Auth)
 	case c.Refresh.Resource != as.MCPURL || !strings.Contains(c.Refresh.Scope, "tools"):
 		t.Errorf("resource %q scope %q, want the MCP URL and the challenged scope", c.Refresh.Resource, c.Refresh.Scope)
 	case !as.Live(c.Refresh.RefreshToken):
 		t.Error("the stored refresh token is not live at the authorization server")
 	}
-	if s := out.String(); strings.Contains(s, c.AccessToken) || strings.Contains(s, c.Refresh.RefreshToken) ||
-		strings.Contains(s, c.Refresh.TokenEndpointAuth.ClientSecret) {
+	if s := out.String(); strings.Contains(s, c.Token) || strings.Contains(s, c.Refresh.RefreshToken) ||
+		strings.Contains(s, c.Refresh.Auth.ClientSecret) {
 		t.Errorf("output shows a token or the secret:\n%s", s)
 	}
 }
@@ -129,7 +127,7 @@ func TestOnboardRefusesWhatTheGuardDenies(t *testing.T) {
 }
 
 func TestUpsert(t *testing.T) {
-	c := credential{Type: "mcp_oauth", ServerURL: "https://a.example/mcp", AccessToken: "t"}
+	c := vault.Credential{Type: vault.TypeMCPOAuth, ServerURL: "https://a.example/mcp", Token: "t"}
 	tests := []struct {
 		name, doc string
 		exists    bool

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -26,44 +25,15 @@ type vaultStore interface {
 	Write(ctx context.Context, vaultID string, doc []byte, exists bool) error
 }
 
-// credential is the mcp_oauth credential's wire shape (docs/contract.md).
-type credential struct {
-	Type        string   `json:"type"`
-	ServerURL   string   `json:"server_url"`
-	AccessToken string   `json:"access_token"`
-	ExpiresAt   string   `json:"expires_at,omitempty"`
-	Refresh     *refresh `json:"refresh,omitempty"`
-}
-
-type refresh struct {
-	TokenEndpoint     string       `json:"token_endpoint"`
-	ClientID          string       `json:"client_id"`
-	RefreshToken      string       `json:"refresh_token"`
-	Scope             string       `json:"scope,omitempty"`
-	Resource          string       `json:"resource,omitempty"`
-	TokenEndpointAuth endpointAuth `json:"token_endpoint_auth"`
-}
-
-type endpointAuth struct {
-	Type         string `json:"type"`
-	ClientSecret string `json:"client_secret,omitempty"`
-}
-
 // credentialOf is the mcp_oauth credential of g for serverURL; without a
 // refresh token it has no refresh block.
-func credentialOf(serverURL string, g onboard.Grant) credential {
-	c := credential{Type: "mcp_oauth", ServerURL: serverURL, AccessToken: g.AccessToken}
-	if !g.ExpiresAt.IsZero() {
-		c.ExpiresAt = g.ExpiresAt.UTC().Format(time.RFC3339)
-	}
+func credentialOf(serverURL string, g onboard.Grant) vault.Credential {
+	c := vault.Credential{Type: vault.TypeMCPOAuth, ServerURL: serverURL, Token: g.AccessToken, ExpiresAt: g.ExpiresAt}
 	if g.RefreshToken != "" {
-		c.Refresh = &refresh{
-			TokenEndpoint: g.TokenEndpoint, ClientID: g.ClientID, RefreshToken: g.RefreshToken,
-			Scope: g.Scope, Resource: g.Resource,
-			TokenEndpointAuth: endpointAuth{Type: g.AuthMethod},
-		}
+		c.Refresh = &vault.Refresh{TokenEndpoint: g.TokenEndpoint, ClientID: g.ClientID, RefreshToken: g.RefreshToken,
+			Scope: g.Scope, Resource: g.Resource, Auth: vault.EndpointAuth{Type: g.AuthMethod}}
 		if g.AuthMethod != "none" {
-			c.Refresh.TokenEndpointAuth.ClientSecret = g.ClientSecret
+			c.Refresh.Auth.ClientSecret = g.ClientSecret
 		}
 	}
 	return c
@@ -90,7 +60,7 @@ func writeCredential(ctx context.Context, s vaultStore, vaultID, serverURL strin
 
 // upsert returns doc with c in place of the credential whose server_url
 // normalises to want, or appended; a missing vault starts empty.
-func upsert(doc []byte, exists bool, want string, c credential) ([]byte, error) {
+func upsert(doc []byte, exists bool, want string, c vault.Credential) ([]byte, error) {
 	var v struct {
 		Credentials []json.RawMessage `json:"credentials"`
 	}
@@ -99,10 +69,7 @@ func upsert(doc []byte, exists bool, want string, c credential) ([]byte, error) 
 			return nil, fmt.Errorf("%w: not a vault document (want {\"credentials\": [...]}): %w", vault.ErrVaultMalformed, err)
 		}
 	}
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
+	raw := vault.EncodeCredential(c)
 	for i, old := range v.Credentials {
 		var k struct {
 			ServerURL string `json:"server_url"`

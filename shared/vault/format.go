@@ -432,6 +432,10 @@ func Encode(creds ...Credential) []byte {
 	return encodeDoc(raws)
 }
 
+// EncodeCredential returns one credential as stored in a vault's
+// credentials array, secrets included.
+func EncodeCredential(c Credential) json.RawMessage { return encode(c) }
+
 func encodeDoc(raws []json.RawMessage) []byte {
 	if raws == nil {
 		raws = []json.RawMessage{}
