@@ -103,7 +103,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, w io.Wr
 		p = contextCalls
 	}
 	cfg := mcp.Config{URL: rawURL, BearerToken: getenv(envToken), HTTPClient: mcp.CallClient}
-	if strings.HasPrefix(scenario, "auth/") {
+	ctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
+	defer cancel()
+	switch {
+	case strings.HasPrefix(scenario, "auth/client-credentials"):
+		if cfg.BearerToken, err = clientCredentialsToken(ctx, rawURL, scenarioCtx); err != nil {
+			fmt.Fprintf(w, "mcpfn-conformance: scenario %s failed: %v\n", scenario, err)
+			return exitFail
+		}
+		if !ok {
+			p = callFirst(`{}`)
+		}
+	case strings.HasPrefix(scenario, "auth/"):
 		if cfg.OAuth, err = authorizer(scenarioCtx); err != nil {
 			fmt.Fprintf(w, "mcpfn-conformance: %v\n", err)
 			return exitUsage
@@ -112,8 +123,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, w io.Wr
 			p = callFirst(`{}`)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
-	defer cancel()
 	if err := runScenario(ctx, cfg, p, scenarioCtx, w); err != nil {
 		fmt.Fprintf(w, "mcpfn-conformance: scenario %s failed: %v\n", scenario, err)
 		return exitFail

@@ -180,6 +180,7 @@ func BasicCredentials(clientID, secret string) string {
 // Endpoint is a token endpoint and the client that asks it.
 type Endpoint struct {
 	TokenURL string
+	Issuer   string // the authorization server's issuer, when discovered
 	ClientID string
 	Auth     Auth
 	Scope    string // space-separated; "" sends none
@@ -255,7 +256,7 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 	case AuthClientSecretPost:
 		cfg.AuthStyle, cfg.ClientSecret = oauth2.AuthStyleInParams, ep.Auth.ClientSecret
 	case AuthPrivateKeyJWT:
-		a, err := assertion(ep.Auth.PrivateKey, ep.Auth.KeyID, ep.ClientID, ep.TokenURL, c.now())
+		a, err := assertion(ep.Auth.PrivateKey, ep.Auth.KeyID, ep.ClientID, audience(ep), c.now())
 		if err != nil {
 			return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(ep.TokenURL), Detail: "cannot sign the client assertion: " + err.Error()}
 		}
@@ -311,9 +312,19 @@ func headerSafe(s string) bool {
 	return true
 }
 
-// assertion signs an RFC 7523 client assertion for clientID, audience the
-// token endpoint, valid for AssertionLifetime.
-func assertion(key crypto.Signer, kid, clientID, aud string, now time.Time) (string, error) {
+// audience is a client assertion's aud: the token endpoint, and the
+// issuer when discovered, which RFC 7523's revision makes the audience
+// (an authorization server accepts an assertion naming it either way).
+func audience(ep Endpoint) jwt.ClaimStrings {
+	if ep.Issuer == "" || ep.Issuer == ep.TokenURL {
+		return jwt.ClaimStrings{ep.TokenURL}
+	}
+	return jwt.ClaimStrings{ep.Issuer, ep.TokenURL}
+}
+
+// assertion signs an RFC 7523 client assertion for clientID with audience
+// aud, valid for AssertionLifetime.
+func assertion(key crypto.Signer, kid, clientID string, aud jwt.ClaimStrings, now time.Time) (string, error) {
 	var method jwt.SigningMethod
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
@@ -339,7 +350,7 @@ func assertion(key crypto.Signer, kid, clientID, aud string, now time.Time) (str
 	var jti [16]byte
 	_, _ = rand.Read(jti[:])
 	t := jwt.NewWithClaims(method, jwt.RegisteredClaims{
-		Issuer: clientID, Subject: clientID, Audience: jwt.ClaimStrings{aud},
+		Issuer: clientID, Subject: clientID, Audience: aud,
 		ID: hex.EncodeToString(jti[:]), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(AssertionLifetime)),
 	})
 	if kid != "" {
@@ -375,7 +386,7 @@ func ParsePrivateKey(pemText string) (crypto.Signer, error) {
 	case *rsa.PrivateKey:
 		return k, nil
 	case *ecdsa.PrivateKey:
-		if _, err := assertion(k, "", "x", "x", time.Now()); err != nil {
+		if _, err := assertion(k, "", "x", jwt.ClaimStrings{"x"}, time.Now()); err != nil {
 			return nil, err
 		}
 		return k, nil

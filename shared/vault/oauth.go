@@ -383,7 +383,7 @@ func (r *Resolver) fetchClientToken(ctx context.Context, id, serverURL string, c
 		if err != nil {
 			return ccEntry{}, r.credErr(id, server, err)
 		}
-		ep.TokenURL, methods, discovered = md.TokenEndpoint, md.AuthMethods, true
+		ep.TokenURL, ep.Issuer, methods, discovered = md.TokenEndpoint, md.Issuer, md.AuthMethods, true
 		if ep.Scope == "" {
 			ep.Scope = md.Scope
 		}
