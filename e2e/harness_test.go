@@ -45,6 +45,7 @@ type stack struct {
 	tasks         *runnertest.TaskRecorder
 	discover      *rietest.Function
 	call          *rietest.Function
+	callConfig    rietest.Config // the call function's, to start more processes of it
 	store         *catalog.Dynamo
 	sqs           *sqs.Client
 	secrets       *secretsmanager.Client
@@ -103,10 +104,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		Bootstrap: bins.discover, RIE: rie, Name: "discover", Timeout: o.timeout,
 		Env: append(append([]string(nil), env...), "MCPFN_DLQ_URL="+s.dlq["discover"]),
 	})
-	s.call = rietest.StartFunction(t, rietest.Config{
+	s.callConfig = rietest.Config{
 		Bootstrap: bins.call, RIE: rie, Name: "call", Timeout: o.timeout,
 		Env: append(append([]string(nil), env...), "MCPFN_DLQ_URL="+s.dlq["call"], "MCPFN_CALLS_TABLE="+s.callsTable),
-	})
+	}
+	s.call = rietest.StartFunction(t, s.callConfig)
 	return s
 }
 
