@@ -61,10 +61,13 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 		}
 		c.log.reset()
 		res, err := listPage(ctx, c.cs, &sdk.ListToolsParams{Cursor: cursor})
+		raw, ok := c.tr.takePage(op)
+		if err != nil && ok && ctx.Err() == nil {
+			res, err = c.redecode(op, raw, err)
+		}
 		if err != nil {
 			return Listing{}, c.fail(ctx, op, "list tools", ErrProtocol, err)
 		}
-		raw, ok := c.tr.takePage(op)
 		if ok {
 			c.keepPage(cursor, raw)
 		} else {
@@ -83,6 +86,23 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 		}
 		seen[cursor] = true
 	}
+}
+
+// redecode decodes a page the SDK refused to decode: an SSE answer
+// reaches it as sent, and one entry's ill-typed title, annotations or
+// _meta fails the whole page. The page, with each such value null (as a
+// JSON answer is handed to the SDK), is decoded here; the validator then
+// refuses those entries. Any other failure, or a page that still does not
+// decode, keeps the SDK's error.
+func (c *Conn) redecode(op *operation, raw []byte, sdkErr error) (*sdk.ListToolsResult, error) {
+	if fatal, _, _ := c.tr.outcome(op); fatal != nil || !strings.Contains(sdkErr.Error(), "unmarshal") {
+		return nil, sdkErr
+	}
+	var res sdk.ListToolsResult
+	if !decode(slimToolsList(raw, raw), &res) {
+		return nil, sdkErr
+	}
+	return &res, nil
 }
 
 // pageChecked runs after each page is checked, while the page, raw and
