@@ -130,10 +130,11 @@ func Start(o Options) (*Server, error) {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}}
+	// Set before serving: the first request may come from another process.
+	s.Issuer = "http://" + ln.Addr().String()
+	s.TokenURL = s.Issuer + "/token"
+	s.IntrospectionURL = s.Issuer + "/introspect"
 	s.Start()
-	s.Issuer = s.URL
-	s.TokenURL = s.URL + "/token"
-	s.IntrospectionURL = s.URL + "/introspect"
 	return s, nil
 }
 
