@@ -7,13 +7,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
 	"github.com/mcpfn/mcpfn/shared/rietest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // placeholderURL is the server every sample event names; the tests point it
@@ -96,6 +103,26 @@ var eventChecks = map[string]eventCheck{
 		decode(t, rep.Output, &out)
 		if out.ToolCount != 3 || out.ProtocolVersion != era {
 			t.Errorf("task output %s, want 3 tools at %s", rep.Output, era)
+		}
+	}},
+	"discover-oauth.json": {check: func(t *testing.T, s *stack, era string, res rietest.Result, _ []runnertest.TaskReport) {
+		checkOAuthSummary(t, res)
+		checkCatalog(t, s, "example-oauth", era)
+		f := oauthFixtureOf(t, s)
+		if got := f.as.SpentRefreshTokens(); len(got) != 1 || got[0] != f.seeded {
+			t.Errorf("the authorization server spent %d refresh tokens, want the vault's one, once", len(got))
+		}
+		c := f.credential(t, s)
+		if c.Refresh.RefreshToken == f.seeded || c.Lease != nil || !c.ExpiresAt.After(time.Now()) {
+			t.Errorf("vault after the refresh: rotated %v, lease %v, expires_at %s; want a rotated refresh token, no lease, a fresh token",
+				c.Refresh.RefreshToken != f.seeded, c.Lease != nil, c.ExpiresAt)
+		}
+	}},
+	"call-oauth.json": {check: func(t *testing.T, s *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
+		checkOAuthSummary(t, res)
+		checkToolResult(t, res.Payload, "toolu_01OAuthWordStats000000000", false, "4 words, 25 characters, 2 lines")
+		if n := len(oauthFixtureOf(t, s).as.TokenRequests()); n != 1 {
+			t.Errorf("the authorization server had %d token requests, want only discover-oauth's: the call uses the stored token", n)
 		}
 	}},
 	"call-direct.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
@@ -182,7 +209,9 @@ func TestEveryEvent(t *testing.T) {
 	} {
 		t.Run(era.name, func(t *testing.T) {
 			server := startExampleServer(t, era.stateless)
-			s := newStack(t, stackOptions{allow: []string{allowOnly(t, server)}})
+			as := oauthtest.NewServer(t, oauthtest.Options{})
+			s := newStack(t, stackOptions{allow: []string{allowOnly(t, server), as.AllowEntry()}})
+			putOAuthVault(t, s, as, server)
 			for _, f := range files {
 				name := filepath.Base(f)
 				t.Run(name, func(t *testing.T) {
@@ -307,4 +336,75 @@ func onlyReport(t *testing.T, reps []runnertest.TaskReport, action string) runne
 		t.Errorf("task token %q is not the event's", reps[0].TaskToken)
 	}
 	return reps[0]
+}
+
+// oauthVaultID is the vault the OAuth samples name.
+const oauthVaultID = "example-oauth"
+
+// oauthFixture is a stack's OAuth vault: its authorization server and the
+// refresh token it was seeded with.
+type oauthFixture struct {
+	as     *oauthtest.Server
+	seeded string
+}
+
+var oauthFixtures sync.Map // *stack → *oauthFixture
+
+// putOAuthVault stores the vault example-oauth for serverURL: an mcp_oauth
+// credential whose access token expired an hour ago, with a live refresh
+// token at as.
+func putOAuthVault(t *testing.T, s *stack, as *oauthtest.Server, serverURL string) {
+	t.Helper()
+	f := &oauthFixture{as: as, seeded: as.IssueRefreshToken()}
+	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+oauthVaultID, vault.Credential{
+		Type: vault.TypeMCPOAuth, ServerURL: serverURL,
+		Token: "at-expired-e2e", ExpiresAt: time.Now().Add(-time.Hour),
+		Refresh: &vault.Refresh{TokenEndpoint: as.TokenURL, ClientID: as.Options.ClientID, RefreshToken: f.seeded, Auth: vault.EndpointAuth{Type: "none"}},
+	})
+	oauthFixtures.Store(s, f)
+}
+
+func oauthFixtureOf(t *testing.T, s *stack) *oauthFixture {
+	t.Helper()
+	f, ok := oauthFixtures.Load(s)
+	if !ok {
+		t.Fatal("the stack has no OAuth vault")
+	}
+	return f.(*oauthFixture)
+}
+
+// credential reads the vault's one credential (AWSCURRENT named: moto
+// answers a request without a stage from the version last put).
+func (f *oauthFixture) credential(t *testing.T, s *stack) vault.Credential {
+	t.Helper()
+	out, err := s.secrets.GetSecretValue(t.Context(), &secretsmanager.GetSecretValueInput{
+		SecretId: aws.String(s.secretsPrefix + oauthVaultID), VersionStage: aws.String("AWSCURRENT"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := vault.Parse([]byte(aws.ToString(out.SecretString)))
+	if err != nil || len(creds) != 1 || creds[0].Refresh == nil {
+		t.Fatalf("vault %s: %v (%d credentials)", oauthVaultID, err, len(creds))
+	}
+	return creds[0]
+}
+
+// checkOAuthSummary checks the work item used the OAuth vault.
+func checkOAuthSummary(t *testing.T, res rietest.Result) {
+	t.Helper()
+	for _, l := range res.Logs {
+		var line struct {
+			Msg            string `json:"msg"`
+			Credential     string `json:"credential"`
+			CredentialType string `json:"credential_type"`
+		}
+		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "work item" {
+			if line.Credential != "vault:"+oauthVaultID || line.CredentialType != vault.TypeMCPOAuth {
+				t.Errorf("summary credential %q type %q, want vault:%s %s", line.Credential, line.CredentialType, oauthVaultID, vault.TypeMCPOAuth)
+			}
+			return
+		}
+	}
+	t.Error("no summary line")
 }

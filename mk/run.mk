@@ -21,7 +21,8 @@ build-CallFunction:
 
 # run builds both functions for this machine, starts the example MCP server,
 # the functions under the RIE and a store, invokes discover then call, prints
-# the catalog and the tool result, and stops everything it started.
+# the catalog and the tool result, does the same against the OAuth example
+# server with an expired token (moto only), and stops everything it started.
 run: $(GOBIN)/aws-lambda-rie
 	$(LOCALRUN)
 

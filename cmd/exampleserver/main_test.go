@@ -14,28 +14,57 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
 )
 
 // connect opens a client session to url over a transport of its own. Call
 // hangUp to close the session and every connection the transport holds.
 func connect(t *testing.T, url string) (cs *mcp.ClientSession, hangUp func()) {
 	t.Helper()
+	cs, hangUp, err := dial(t, url, "")
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	return cs, hangUp
+}
+
+// dial is connect with a bearer token ("" sends none) that returns the
+// error.
+func dial(t *testing.T, url, token string) (cs *mcp.ClientSession, hangUp func(), err error) {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = tr
+	if token != "" {
+		rt = bearerTransport{token, tr}
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{
+	cs, err = c.Connect(t.Context(), &mcp.StreamableClientTransport{
 		Endpoint:             url,
-		HTTPClient:           &http.Client{Transport: tr},
+		HTTPClient:           &http.Client{Transport: rt},
 		DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
+		tr.CloseIdleConnections()
+		return nil, nil, err
 	}
 	hangUp = func() {
 		cs.Close()
 		tr.CloseIdleConnections()
 	}
 	t.Cleanup(hangUp)
-	return cs, hangUp
+	return cs, hangUp, nil
+}
+
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 func TestTools(t *testing.T) {
@@ -113,7 +142,7 @@ func TestServe(t *testing.T) {
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				done <- serve(ctx, "127.0.0.1:0", tt.stateless, pw)
+				done <- serve(ctx, config{addr: "127.0.0.1:0", stateless: tt.stateless}, pw)
 				pw.Close()
 			}()
 			line, err := bufio.NewReader(pr).ReadString('\n')
@@ -161,9 +190,90 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 		"localhost:0", // a name, not an IP
 		"127.0.0.1",   // no port
 	} {
-		err := serve(t.Context(), addr, false, io.Discard)
+		err := serve(t.Context(), config{addr: addr}, io.Discard)
 		if !errors.Is(err, ErrNotLoopback) {
 			t.Errorf("serve(%q) = %v, want ErrNotLoopback", addr, err)
 		}
+	}
+}
+
+// TestServeRequiresAToken: with -oauth-issuer, /mcp answers a request
+// without an active token 401 with a challenge naming its RFC 9728
+// metadata, which names the issuer; a token the issuer reports active is
+// served, a revoked one is not.
+func TestServeRequiresAToken(t *testing.T) {
+	as := oauthtest.NewServer(t, oauthtest.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, config{addr: "127.0.0.1:0", issuer: as.Issuer}, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v after cancel, want nil", err)
+		}
+	})
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := strings.CutPrefix(strings.TrimSpace(line), "exampleserver: serving ")
+	if line, _ := br.ReadString('\n'); !strings.Contains(line, "requires a bearer token from "+as.Issuer) {
+		t.Errorf("second line %q does not name the issuer", line)
+	}
+	go io.Copy(io.Discard, pr)
+	base := strings.TrimSuffix(url, "/mcp")
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantChallenge := `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp"`
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != wantChallenge {
+		t.Errorf("no token: %s, WWW-Authenticate %q; want 401, %q", resp.Status, resp.Header.Get("WWW-Authenticate"), wantChallenge)
+	}
+
+	resp, err = http.Get(base + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&meta)
+	resp.Body.Close()
+	if err != nil || meta.Resource != url || !cmp.Equal(meta.AuthorizationServers, []string{as.Issuer}) {
+		t.Errorf("metadata %+v (%v), want resource %s at %s", meta, err, url, as.Issuer)
+	}
+
+	token := as.IssueAccessToken()
+	cs, hangUp, err := dial(t, url, token)
+	if err != nil {
+		t.Fatalf("connect with an active token: %v", err)
+	}
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Errorf("list tools with an active token: %v", err)
+	}
+	hangUp()
+
+	as.Revoke(token)
+	if _, _, err := dial(t, url, token); err == nil {
+		t.Error("connect with a revoked token succeeded")
+	}
+	if _, _, err := dial(t, url, "at-never-issued"); err == nil {
+		t.Error("connect with a token the issuer never issued succeeded")
+	}
+}
+
+func TestServeRefusesAnUnusableIssuer(t *testing.T) {
+	err := serve(t.Context(), config{addr: "127.0.0.1:0", issuer: "http://127.0.0.1:9"}, io.Discard)
+	if !errors.Is(err, ErrIssuer) {
+		t.Errorf("serve with an unreachable issuer = %v, want ErrIssuer", err)
 	}
 }

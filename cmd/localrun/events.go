@@ -96,14 +96,37 @@ func (inv invocation) catalogIDs() []string {
 	return ids
 }
 
+// oauthVault is the vault the OAuth samples name (events/*-oauth.json):
+// their placeholder server is the OAuth example server, and localrun keeps
+// the vault's mcp_oauth credential for it.
+const oauthVault = "example-oauth"
+
+// namesVault reports whether a request of the event names vault id.
+func (inv invocation) namesVault(id string) bool {
+	return slices.ContainsFunc(requests(inv.payload), func(req map[string]any) bool { return namesVault(req, id) })
+}
+
+func namesVault(req map[string]any, id string) bool {
+	ids, _ := req["vault_ids"].([]any)
+	return slices.Contains(ids, any(id))
+}
+
 // withServer returns inv with every placeholder server_url (a host under a
-// reserved example domain) replaced by serverURL, in the event and in every
-// SQS record body. Other URLs, such as ones that show an egress refusal,
-// are kept. A payload that is not a JSON object is returned unchanged.
-func (inv invocation) withServer(serverURL string) invocation {
+// reserved example domain) replaced, in the event and in every SQS record
+// body: by oauthURL in a request naming oauthVault (when oauthURL is not
+// ""), else by serverURL. Other URLs, such as ones that show an egress
+// refusal, are kept. A payload that is not a JSON object is returned
+// unchanged.
+func (inv invocation) withServer(serverURL, oauthURL string) invocation {
 	top, ok := decodeObject(inv.payload)
 	if !ok {
 		return inv
+	}
+	replaceServer := func(req map[string]any, serverURL string) bool {
+		if oauthURL != "" && namesVault(req, oauthVault) {
+			serverURL = oauthURL
+		}
+		return replaceServer(req, serverURL)
 	}
 	changed := replaceServer(top, serverURL)
 	if records, isBatch := top["Records"].([]any); isBatch {
@@ -158,8 +181,13 @@ func isPlaceholder(raw string) bool {
 	return false
 }
 
-// discoverRequest is a direct discover invocation for catalog id of server.
-func discoverRequest(id, server string) invocation {
-	b, _ := json.Marshal(map[string]string{"catalog_id": id, "server_url": server})
+// discoverRequest is a direct discover invocation for catalog id of
+// server, with the credential of vaults (none: anonymous).
+func discoverRequest(id, server string, vaults ...string) invocation {
+	b, _ := json.Marshal(struct {
+		CatalogID string   `json:"catalog_id"`
+		ServerURL string   `json:"server_url"`
+		VaultIDs  []string `json:"vault_ids,omitempty"`
+	}{id, server, vaults})
 	return invocation{path: "(discover the example server into catalog " + id + ")", function: "discover", payload: b}
 }

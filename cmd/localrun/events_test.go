@@ -10,7 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const server = "http://127.0.0.1:4242/mcp"
+const (
+	server      = "http://127.0.0.1:4242/mcp"
+	oauthServer = "http://127.0.0.1:4343/mcp"
+)
 
 // TestEveryEventIsClassifiedAndPointedAtTheExampleServer reads every file in
 // events/ the way make invoke-<event> does.
@@ -29,14 +32,18 @@ func TestEveryEventIsClassifiedAndPointedAtTheExampleServer(t *testing.T) {
 			if want, _, _ := strings.Cut(name, "-"); inv.function != want {
 				t.Errorf("function %q, want %q (the file name's prefix)", inv.function, want)
 			}
-			out := inv.withServer(server)
+			out := inv.withServer(server, oauthServer)
 			for _, req := range requests(out.payload) {
 				if u, ok := req["server_url"].(string); ok && isPlaceholder(u) {
 					t.Errorf("placeholder server_url %q left in %s", u, out.payload)
 				}
 			}
-			if strings.Contains(string(inv.payload), "mcp.example.com") && !strings.Contains(string(out.payload), server) {
-				t.Errorf("the example server URL is not in %s", out.payload)
+			want := server
+			if inv.namesVault(oauthVault) {
+				want = oauthServer
+			}
+			if strings.Contains(string(inv.payload), "mcp.example.com") && !strings.Contains(string(out.payload), want) {
+				t.Errorf("the example server URL %s is not in %s", want, out.payload)
 			}
 		})
 	}
@@ -57,10 +64,14 @@ func TestWithServer(t *testing.T) {
 		{"not JSON kept", `not json`, `not json`},
 		{"sqs bodies", `{"Records":[{"body":"{\"server_url\":\"https://mcp.example.com/mcp\",\"tool_name\":\"t\"}"},{"body":"garbage"}]}`,
 			`{"Records":[{"body":"{\"server_url\":\"` + server + `\",\"tool_name\":\"t\"}"},{"body":"garbage"}]}`},
+		{"oauth vault", `{"server_url":"https://mcp.example.com/mcp","vault_ids":["other","example-oauth"]}`,
+			`{"server_url":"` + oauthServer + `","vault_ids":["other","example-oauth"]}`},
+		{"other vault", `{"server_url":"https://mcp.example.com/mcp","vault_ids":["other"]}`,
+			`{"server_url":"` + server + `","vault_ids":["other"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := invocation{payload: []byte(tt.in)}.withServer(server)
+			got := invocation{payload: []byte(tt.in)}.withServer(server, oauthServer)
 			if diff := cmp.Diff(tt.want, string(got.payload)); diff != "" {
 				t.Errorf("withServer (-want +got):\n%s", diff)
 			}

@@ -10,7 +10,14 @@
 //	go run ./cmd/localrun [-event events/NAME.json] [-v] [-store auto|moto|dir]
 //
 // Without -event it runs discover and then call with the direct-invocation
-// samples, then the sweep. Before a sweep event it makes every catalog it
+// samples, the same with the OAuth samples, then the sweep. With moto, it
+// also starts a loopback authorization server (rotating refresh tokens),
+// the example server requiring its tokens, and the vault example-oauth in
+// moto's Secrets Manager holding an mcp_oauth credential for it whose
+// access token has expired: the OAuth samples (they name that vault; their
+// placeholder server becomes the OAuth one) show the refresh and the
+// rotated refresh token stored back. The directory store has no vaults, so
+// -store dir skips them. Before a sweep event it makes every catalog it
 // discovered due now (next_due set to the present on the head, which a
 // deployed stack reaches by waiting the refresh interval) and after it
 // prints the discover requests the sweep enqueued. Every server_url that names a placeholder host (example.com and
@@ -33,7 +40,11 @@ import (
 )
 
 // Default events of a run without -event: discover, then call.
-var defaultEvents = []string{"events/discover-direct.json", "events/call-direct.json", "events/discover-sweep.json"}
+var defaultEvents = []string{
+	"events/discover-direct.json", "events/call-direct.json",
+	"events/discover-oauth.json", "events/call-oauth.json",
+	"events/discover-sweep.json",
+}
 
 type options struct {
 	rie       string
@@ -99,7 +110,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	defer func() {
-		fmt.Fprintln(stdout, "\nStopping the functions, the store and the example server.")
+		if st.oauth != nil {
+			fmt.Fprintln(stdout, "\nStopping the functions, the store, the example servers and the authorization server.")
+		} else {
+			fmt.Fprintln(stdout, "\nStopping the functions, the store and the example server.")
+		}
 		err = errors.Join(err, st.close())
 	}()
 	p := &printer{w: stdout}
@@ -110,7 +125,16 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		inv = inv.withServer(st.serverURL)
+		usesOAuth := inv.namesVault(oauthVault)
+		if usesOAuth && st.oauth == nil {
+			p.skipped(inv, "it names the OAuth vault "+oauthVault+", and the directory store keeps no vaults (run with moto for the OAuth part)")
+			continue
+		}
+		oauthURL := ""
+		if st.oauth != nil {
+			oauthURL = st.oauth.serverURL
+		}
+		inv = inv.withServer(st.serverURL, oauthURL)
 		if inv.function == "call" {
 			// A call naming a catalog is refused unless the tool is in it:
 			// discover the example server into each such catalog first.
@@ -119,6 +143,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 					continue
 				}
 				pre := discoverRequest(id, st.serverURL)
+				if usesOAuth {
+					pre = discoverRequest(id, oauthURL, oauthVault)
+				}
 				if err := invokeAndPrint(ctx, st, p, pre); err != nil {
 					return err
 				}
@@ -167,6 +194,13 @@ func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) 
 	p.result(inv, res)
 	p.taskReports(st.tasks.Reports()[before:])
 	p.deadLetters(st.dlqDepth(ctx, inv.function) - dlqBefore)
+	if st.oauth != nil && inv.namesVault(oauthVault) {
+		r, err := st.oauth.report(ctx, res.Logs)
+		if err != nil {
+			return err
+		}
+		p.oauth(r)
+	}
 	if inv.function == "discover" {
 		for _, id := range inv.catalogIDs() {
 			c, err := st.store.Get(ctx, id)

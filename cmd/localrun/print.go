@@ -27,9 +27,40 @@ func (p *printer) f(format string, args ...any) { fmt.Fprintf(p.w, format, args.
 func (p *printer) stack(st *stack) {
 	p.f("\nLocal stack (everything on 127.0.0.1, stopped at the end):\n")
 	p.f("  example MCP server  %s\n", st.serverURL)
+	if o := st.oauth; o != nil {
+		p.f("  OAuth MCP server    %s (the example server; it requires a bearer token)\n", o.serverURL)
+		p.f("  authorization srv   %s (issues those tokens; rotates refresh tokens)\n", o.as.Issuer)
+		p.f("  vault %-13s secret %s in moto: an mcp_oauth credential for the OAuth\n", oauthVault, o.secret)
+		p.f("                      server whose access token expired an hour ago, and a refresh token\n")
+	}
 	p.f("  store               %s\n", st.storeDesc)
 	p.f("  discover            aws-lambda-rie pid %d\n", st.discover.PID())
 	p.f("  call                aws-lambda-rie pid %d\n", st.call.PID())
+}
+
+func (p *printer) skipped(inv invocation, why string) {
+	p.f("\n==> %s  %s\n  skipped: %s\n", inv.function, inv.path, why)
+}
+
+// oauth prints what an invocation did to the OAuth vault; never a token.
+func (p *printer) oauth(r oauthReport) {
+	for _, c := range r.Credentials {
+		p.f("  log: work item credential %s\n", c)
+	}
+	if r.Refreshed {
+		p.f("  log: oauth token refreshed, vault %s, rotated %v\n", oauthVault, r.LoggedRotated)
+	}
+	switch {
+	case r.Refreshed && r.Rotated:
+		p.f("  vault %s: the access token had expired, so it was refreshed first (%d token request);\n", oauthVault, r.TokenRequests)
+		p.f("    the vault now holds the new access token (expires %s) and a rotated refresh token\n", r.ExpiresAt.Local().Format("15:04:05"))
+	case r.Refreshed:
+		p.f("  vault %s: the access token was refreshed (%d token request); the refresh token did not rotate\n", oauthVault, r.TokenRequests)
+	case r.TokenRequests == 0:
+		p.f("  vault %s: the access token is still fresh (expires %s); no token request\n", oauthVault, r.ExpiresAt.Local().Format("15:04:05"))
+	default:
+		p.f("  vault %s: %d token request(s), no refresh stored\n", oauthVault, r.TokenRequests)
+	}
 }
 
 func (p *printer) invoking(inv invocation) {

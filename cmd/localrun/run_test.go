@@ -15,11 +15,12 @@ import (
 
 // TestRunShowsCatalogAndToolResult is `make run` with the embedded
 // directory store: real binaries under the RIE and the example server. It
-// checks the output a user sees and that every process it started is gone.
+// checks the output a user sees, that the OAuth sample is skipped (no
+// vaults without moto), and that every process it started is gone.
 func TestRunShowsCatalogAndToolResult(t *testing.T) {
 	var out, logs bytes.Buffer
 	o := options{
-		events:  []string{"../../events/discover-direct.json", "../../events/call-direct.json"},
+		events:  []string{"../../events/discover-direct.json", "../../events/call-direct.json", "../../events/discover-oauth.json"},
 		timeout: 30 * time.Second,
 		store:   "dir",
 		verbose: true,
@@ -36,6 +37,7 @@ func TestRunShowsCatalogAndToolResult(t *testing.T) {
 		"arguments: a (number), b (number), op (string)",
 		`tool_result for "toolu_01A09q90qw90lq917835lq9", is_error: false`,
 		"\n    5\n",
+		"skipped: it names the OAuth vault example-oauth, and the directory store keeps no vaults",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -114,5 +116,43 @@ func TestRunShowsASweep(t *testing.T) {
 	}
 	if strings.Contains(got, "/mcp)") {
 		t.Errorf("the output names the server's path:\n%s", got)
+	}
+}
+
+// TestRunShowsAnOAuthRefresh is the OAuth part of `make run` over moto:
+// the vault's expired access token is refreshed at the loopback
+// authorization server before discovery, the rotated refresh token is
+// stored, and the call that follows uses the new token with no token
+// request. No token appears in the output.
+func TestRunShowsAnOAuthRefresh(t *testing.T) {
+	var out, logs bytes.Buffer
+	o := options{
+		events:  []string{"../../events/discover-oauth.json", "../../events/call-oauth.json"},
+		timeout: 30 * time.Second,
+		store:   "moto",
+	}
+	if err := run(t.Context(), o, &out, &logs); err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, &out)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"(the example server; it requires a bearer token)",
+		"vault example-oauth secret mcpfn/vaults/example-oauth in moto",
+		`discovered 3 tools (0 refused) into catalog "example-oauth"`,
+		"log: work item credential vault:example-oauth (mcp_oauth)",
+		"log: oauth token refreshed, vault example-oauth, rotated true",
+		"vault example-oauth: the access token had expired, so it was refreshed first (1 token request);",
+		"and a rotated refresh token",
+		`tool_result for "toolu_01OAuthWordStats000000000", is_error: false`,
+		"vault example-oauth: the access token is still fresh",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, token := range []string{"at-", "rt-"} { // oauthtest's token prefixes
+		if strings.Contains(got, token) {
+			t.Errorf("the output carries a token (%q):\n%s", token, got)
+		}
 	}
 }

@@ -54,6 +54,7 @@ type stack struct {
 	call      *rietest.Function
 	dlqs      map[string]string // function name → DLQ URL (moto only)
 	queueURL  string            // the discover queue (moto only)
+	oauth     *oauthPart        // nil without moto
 	closers   []func() error
 }
 
@@ -108,22 +109,38 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 		}
 	}
 
-	if err := s.startExampleServer(ctx, bins["exampleserver"], cfg.stateless); err != nil {
+	var args []string
+	if cfg.stateless {
+		args = append(args, "-stateless")
+	}
+	if s.serverURL, err = s.startExampleServer(ctx, bins["exampleserver"], args...); err != nil {
 		return nil, err
 	}
 	env, err := s.startStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	allowed := []string{s.serverURL}
+	if s.moto != nil {
+		if err := s.startOAuth(ctx, bins["exampleserver"], cfg.stateless); err != nil {
+			return nil, err
+		}
+		allowed = append(allowed, s.oauth.serverURL, s.oauth.as.Issuer)
+		env = append(env, "MCPFN_SECRETS_PREFIX="+secretsPrefix)
+	}
 	s.tasks = runnertest.NewTaskRecorder()
 	s.onClose(func() error { s.tasks.Close(); return nil })
 
-	allow, err := allowEntry(s.serverURL)
-	if err != nil {
-		return nil, err
+	var allow []string
+	for _, u := range allowed {
+		e, err := allowEntry(u)
+		if err != nil {
+			return nil, err
+		}
+		allow = append(allow, e)
 	}
 	env = append(env,
-		"MCPFN_EGRESS_ALLOW="+allow,
+		"MCPFN_EGRESS_ALLOW="+strings.Join(allow, ","),
 		"MCPFN_LOG_LEVEL=INFO",
 		"AWS_ENDPOINT_URL_SFN="+s.tasks.URL,
 	)
@@ -156,22 +173,18 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 	return s, nil
 }
 
-// startExampleServer starts the example MCP server on a free loopback port
-// and reads its endpoint from the first line it prints.
-func (s *stack) startExampleServer(ctx context.Context, bin string, stateless bool) error {
-	args := []string{"-addr", "127.0.0.1:0"}
-	if stateless {
-		args = append(args, "-stateless")
-	}
-	cmd := exec.Command(bin, args...)
+// startExampleServer starts the example MCP server with args on a free
+// loopback port and returns the endpoint it prints on its first line.
+func (s *stack) startExampleServer(ctx context.Context, bin string, args ...string) (string, error) {
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start example server: %w", err)
+		return "", fmt.Errorf("start example server: %w", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -206,14 +219,13 @@ func (s *stack) startExampleServer(ctx context.Context, bin string, stateless bo
 	case line, ok := <-lines:
 		u, found := strings.CutPrefix(line, "exampleserver: serving ")
 		if !ok || !found {
-			return fmt.Errorf("example server did not announce its endpoint (first line %q)", line)
+			return "", fmt.Errorf("example server did not announce its endpoint (first line %q)", line)
 		}
-		s.serverURL = u
-		return nil
+		return u, nil
 	case <-time.After(10 * time.Second):
-		return errors.New("example server did not start within 10s")
+		return "", errors.New("example server did not start within 10s")
 	case <-ctx.Done():
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 }
 
@@ -369,7 +381,7 @@ func allowEntry(raw string) (string, error) {
 	}
 	host, port := u.Hostname(), u.Port()
 	if host != "127.0.0.1" || port == "" {
-		return "", fmt.Errorf("example server URL %s is not on 127.0.0.1 with a port", raw)
+		return "", fmt.Errorf("local server URL %s is not on 127.0.0.1 with a port", raw)
 	}
 	return host + "/32:" + port, nil
 }

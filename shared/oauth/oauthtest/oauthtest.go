@@ -6,7 +6,8 @@
 // one is counted by Reuses and revokes its whole grant, as strict servers
 // do), counts token requests, records spent refresh tokens, issues
 // expires_in, checks client_secret_basic, client_secret_post, none and
-// private_key_jwt, and serves RFC 8414 metadata. Its refusals quote the
+// private_key_jwt, serves RFC 8414 metadata and answers RFC 7662 token
+// introspection (so a server in another process can check its tokens). Its refusals quote the
 // presented refresh token in error_description, so tests can check that
 // nothing repeats what a server says. A Resource answers 401 with a
 // WWW-Authenticate challenge naming its RFC 9728 metadata unless the
@@ -65,7 +66,12 @@ type Server struct {
 	*httptest.Server
 	Issuer   string // the issuer and base URL, http://127.0.0.1:port
 	TokenURL string // Issuer + "/token"
-	Options  Options
+	// IntrospectionURL is Issuer + "/introspect" (RFC 7662): a POSTed
+	// token=… is answered {"active": true, "exp": …, "client_id": …} for
+	// an access token Valid here, else {"active": false}. It asks no client
+	// authentication.
+	IntrospectionURL string
+	Options          Options
 
 	mu       sync.Mutex
 	hits     int
@@ -73,14 +79,26 @@ type Server struct {
 	live     map[string]string // live refresh token → grant id
 	spent    map[string]string // spent refresh token → grant id
 	spentAll []string
-	revoked  map[string]bool   // grant ids
-	access   map[string]string // access token → grant id
+	revoked  map[string]bool      // grant ids
+	access   map[string]string    // access token → grant id
+	expiry   map[string]time.Time // access token → when it expires (absent: never)
 	reuses   int
 }
 
-// NewServer starts a Server on loopback, closed in tb.Cleanup.
+// NewServer starts a Server on loopback (see Start), closed in tb.Cleanup.
 func NewServer(tb testing.TB, o Options) *Server {
 	tb.Helper()
+	s, err := Start(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a Server on a free 127.0.0.1 port, for programs that are not
+// tests (cmd/localrun); call Close to stop it. Errors are the listener's.
+func Start(o Options) (*Server, error) {
 	if o.ClientID == "" {
 		o.ClientID = "mcpfn-test-client"
 	}
@@ -93,20 +111,31 @@ func NewServer(tb testing.TB, o Options) *Server {
 	if o.ExpiresIn == 0 {
 		o.ExpiresIn = time.Hour
 	}
-	s := &Server{Options: o, live: map[string]string{}, spent: map[string]string{}, revoked: map[string]bool{}, access: map[string]string{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("oauthtest: %w", err)
+	}
+	s := &Server{Options: o, live: map[string]string{}, spent: map[string]string{}, revoked: map[string]bool{},
+		access: map[string]string{}, expiry: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("POST /token", s.token)
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits++
-		s.mu.Unlock()
-		mux.ServeHTTP(w, r)
-	}))
-	tb.Cleanup(s.Close)
-	s.Issuer = s.URL
-	s.TokenURL = s.URL + "/token"
-	return s
+	mux.HandleFunc("POST /introspect", s.introspect)
+	s.Server = &httptest.Server{Listener: ln, Config: &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.hits++
+			s.mu.Unlock()
+			mux.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}}
+	// Set before serving: the first request may come from another process.
+	s.Issuer = "http://" + ln.Addr().String()
+	s.TokenURL = s.Issuer + "/token"
+	s.IntrospectionURL = s.Issuer + "/introspect"
+	s.Start()
+	return s, nil
 }
 
 // AllowEntry is the guard allow entry for this server's address and port
@@ -199,7 +228,28 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": s.Options.AuthMethods,
+		"introspection_endpoint":                s.IntrospectionURL,
 	})
+}
+
+func (s *Server) introspect(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	if !s.Valid(tok) {
+		writeJSON(w, http.StatusOK, map[string]any{"active": false})
+		return
+	}
+	out := map[string]any{"active": true, "client_id": s.Options.ClientID, "token_type": "Bearer"}
+	s.mu.Lock()
+	if exp, ok := s.expiry[tok]; ok {
+		out["exp"] = exp.Unix()
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
@@ -262,6 +312,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"access_token": at, "token_type": "Bearer"}
 	if s.Options.ExpiresIn > 0 {
 		out["expires_in"] = int(s.Options.ExpiresIn / time.Second)
+		s.expiry[at] = time.Now().Add(s.Options.ExpiresIn)
 	}
 	if req.GrantType == "refresh_token" {
 		next := "rt-" + random()
