@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
@@ -17,7 +16,6 @@ import (
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/vault"
-	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 const (
@@ -172,77 +170,16 @@ func TestEvents(t *testing.T) {
 	runnertest.Events(t, "../../events/call-*.json", func(t *testing.T, payload []byte) any {
 		e := newEnv(t)
 		e.catalog.tools["example-oauth"] = e.catalog.tools["example"]
-		oauth := seedOAuthVault(t, e.Fakes, e.handler, as)
+		vaults, oauth := runnertest.SeedOAuthVault(t, e.Fakes, as)
+		e.handler.Credentials = vaults
 		inv := e.Invoke(t, payload)
 		calls := slices.Clone(e.server.calls)
 		slices.Sort(calls)
 		return struct {
 			runnertest.Invocation
-			ServerCalls   []string           `json:"server_calls"`
-			Rediscoveries []schedule.Request `json:"rediscoveries,omitempty"`
-			OAuthVault    *oauthVaultState   `json:"oauth_vault,omitempty"`
-		}{inv, calls, e.queue.sent, oauth.state(t)}
+			ServerCalls   []string                    `json:"server_calls"`
+			Rediscoveries []schedule.Request          `json:"rediscoveries,omitempty"`
+			OAuthVault    *runnertest.OAuthVaultState `json:"oauth_vault,omitempty"`
+		}{inv, calls, e.queue.sent, oauth.State(t)}
 	})
-}
-
-// oauthVaultID is the vault the OAuth sample events name.
-const oauthVaultID = "example-oauth"
-
-// oauthSeed is the vault seedOAuthVault wrote.
-type oauthSeed struct {
-	secrets      *vaulttest.Secrets
-	as           *oauthtest.Server
-	refreshToken string
-	requests     int // the authorization server's token requests before
-}
-
-// oauthVaultState is what became of the OAuth vault, without a secret:
-// present in a golden file only when the vault was written or a token
-// requested.
-type oauthVaultState struct {
-	TokenRequests        int    `json:"token_requests"`
-	RefreshTokenRotated  bool   `json:"refresh_token_rotated"`
-	AccessTokenExpiresAt string `json:"access_token_expires_at"`
-}
-
-// seedOAuthVault stores the vault example-oauth with an mcp_oauth
-// credential for the sample events' server: an access token that expired
-// an hour ago and a live refresh token at as. It gives h OAuth credentials
-// whose requests may reach as only.
-func seedOAuthVault(t *testing.T, f *runnertest.Fakes, h *Handler, as *oauthtest.Server) *oauthSeed {
-	t.Helper()
-	policy, err := guard.NewPolicy(as.AllowEntry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := guard.NewClientWithPolicy(policy, 10*time.Second)
-	t.Cleanup(client.CloseIdleConnections)
-	h.Credentials = vault.NewResolver(f.Secrets, "mcpfn/vaults/",
-		vault.WithOAuth(vault.OAuth{Secrets: f.Secrets, HTTPClient: client, Policy: policy, Logger: f.Logger}))
-	s := &oauthSeed{secrets: f.Secrets, as: as, refreshToken: as.IssueRefreshToken(), requests: len(as.TokenRequests())}
-	f.Secrets.PutCredentials("mcpfn/vaults/"+oauthVaultID, vault.Credential{
-		Type: vault.TypeMCPOAuth, ServerURL: "https://mcp.example.com/mcp",
-		Token: "at-expired-" + oauthVaultID, ExpiresAt: time.Now().Add(-time.Hour),
-		Refresh: &vault.Refresh{TokenEndpoint: as.TokenURL, ClientID: as.Options.ClientID, RefreshToken: s.refreshToken, Auth: vault.EndpointAuth{Type: "none"}},
-	})
-	return s
-}
-
-// state reports the vault after an invocation; nil when nothing wrote it
-// and no token was requested.
-func (s *oauthSeed) state(t *testing.T) *oauthVaultState {
-	t.Helper()
-	n := len(s.as.TokenRequests()) - s.requests
-	if s.secrets.Writes() == 0 && n == 0 {
-		return nil
-	}
-	creds, err := vault.Parse([]byte(s.secrets.Value("mcpfn/vaults/" + oauthVaultID)))
-	if err != nil || len(creds) != 1 || creds[0].Refresh == nil {
-		t.Fatalf("vault %s after the invocation: %v (%d credentials)", oauthVaultID, err, len(creds))
-	}
-	return &oauthVaultState{
-		TokenRequests:        n,
-		RefreshTokenRotated:  creds[0].Refresh.RefreshToken != s.refreshToken,
-		AccessTokenExpiresAt: creds[0].ExpiresAt.UTC().Format(time.RFC3339),
-	}
 }
