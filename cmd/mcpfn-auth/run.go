@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/onboard"
+	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -156,7 +157,7 @@ func onboardServer(ctx context.Context, o options, store vaultStore, open func(s
 		return err
 	}
 	fmt.Fprintf(out, "authorized: %d tools listed; the mcp_oauth credential for %s is in vault %s (%s)\n",
-		len(listing.Tools), origin(o.serverURL), o.vaultID, refreshNote(g))
+		len(listing.Tools), text.Origin(o.serverURL), o.vaultID, refreshNote(g))
 	return nil
 }
 

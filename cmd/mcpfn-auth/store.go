@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 
@@ -84,15 +83,6 @@ func upsert(doc []byte, exists bool, want string, c vault.Credential) ([]byte, e
 	}
 	v.Credentials = append(v.Credentials, raw)
 	return json.Marshal(v)
-}
-
-// origin is rawURL's scheme and host, for messages.
-func origin(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host
 }
 
 // fileStore is a vault kept in a local file (for make run).

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -44,7 +45,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	hc, rec := c.recording()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(initialize))
 	if err != nil {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: origin(serverURL), Detail: "not a usable URL"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL), Detail: "not a usable URL"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -55,12 +56,12 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxChallengeBody))
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: origin(serverURL),
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL),
 			Detail: fmt.Sprintf("answered HTTP %d to a request without a token, not 401 with a challenge; set token_endpoint in the credential", resp.StatusCode)}
 	}
 	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: origin(serverURL), Detail: "sent a malformed WWW-Authenticate header"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL), Detail: "sent a malformed WWW-Authenticate header"}
 	}
 	var prmURL, scope string
 	for _, ch := range challenges {
@@ -70,7 +71,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 		}
 	}
 	if prmURL == "" {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: origin(serverURL),
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL),
 			Detail: "its 401 has no Bearer challenge with resource_metadata; set token_endpoint in the credential"}
 	}
 
@@ -79,13 +80,13 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	if found, err := c.getDoc(ctx, hc, rec, prmName, prmURL, &prm); err != nil {
 		return Metadata{}, err
 	} else if !found {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "not found"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(prmURL), Detail: "not found"}
 	}
 	if prm.Resource != serverURL {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "its resource is not the server URL (RFC 9728 §3.3)"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(prmURL), Detail: "its resource is not the server URL (RFC 9728 §3.3)"}
 	}
 	if len(prm.AuthorizationServers) == 0 {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: origin(prmURL), Detail: "names no authorization server"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(prmURL), Detail: "names no authorization server"}
 	}
 	issuer := prm.AuthorizationServers[0]
 
@@ -105,11 +106,11 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	}
 	switch {
 	case !found:
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "not found at the RFC 8414 or OIDC well-known paths"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: text.Origin(issuer), Detail: "not found at the RFC 8414 or OIDC well-known paths"}
 	case strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/"):
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "its issuer is not the authorization server named (RFC 8414 §3.3)"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: text.Origin(issuer), Detail: "its issuer is not the authorization server named (RFC 8414 §3.3)"}
 	case asm.TokenEndpoint == "":
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: origin(issuer), Detail: "names no token_endpoint"}
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: asName, Origin: text.Origin(issuer), Detail: "names no token_endpoint"}
 	}
 	if err := c.checkURL("token endpoint", asm.TokenEndpoint); err != nil {
 		return Metadata{}, err
@@ -132,7 +133,7 @@ func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, end
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
-		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "not a usable URL"}
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "not a usable URL"}
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
@@ -144,22 +145,22 @@ func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, end
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
 		return false, nil
 	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
-		return false, &Error{Kind: KindUnavailable, Endpoint: endpoint, Origin: origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
+		return false, &Error{Kind: KindUnavailable, Endpoint: endpoint, Origin: text.Origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
 	case resp.StatusCode != http.StatusOK:
-		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: fmt.Sprintf("answered HTTP %d", resp.StatusCode)}
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered without Content-Type application/json"}
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "answered without Content-Type application/json"}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
 	if err != nil {
 		return false, transportError(ctx, endpoint, raw, err, rec.refusal())
 	}
 	if len(body) > maxDocument {
-		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered over 1 MiB"}
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "answered over 1 MiB"}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "answered a document that is not the expected JSON"}
+		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "answered a document that is not the expected JSON"}
 	}
 	return true, nil
 }

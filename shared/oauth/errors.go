@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // Kind classifies an OAuth failure. It prints as a word.
@@ -117,15 +118,6 @@ func Errorf(k Kind, format string, args ...any) *Error {
 	return &Error{Kind: k, Detail: fmt.Sprintf(format, args...)}
 }
 
-// origin returns scheme://host[:port] of raw, or "" when it does not parse.
-func origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
-}
-
 var codeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // safeCode returns code when it looks like an OAuth error code, else "".
@@ -139,7 +131,7 @@ func safeCode(code string) string {
 // transportError classifies a failed HTTP exchange with endpoint at raw.
 // denied is a refusal the recording transport saw (the SDK may flatten it).
 func transportError(ctx context.Context, endpoint, raw string, err error, denied *guard.DeniedError) *Error {
-	e := &Error{Endpoint: endpoint, Origin: origin(raw)}
+	e := &Error{Endpoint: endpoint, Origin: text.Origin(raw)}
 	var d *guard.DeniedError
 	switch {
 	case denied != nil:
@@ -182,10 +174,10 @@ func tokenError(ctx context.Context, raw string, err error, denied *guard.Denied
 			strings.HasPrefix(err.Error(), "oauth2: cannot fetch token"): // a body read failed (x/oauth2 flattens it)
 			return transportError(ctx, "token endpoint", raw, err, denied)
 		}
-		return &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(raw),
+		return &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(raw),
 			Detail: "answered with no usable token (not JSON, over 1 MiB, or no access_token)"}
 	}
-	e := &Error{Endpoint: "token endpoint", Origin: origin(raw), Code: safeCode(re.ErrorCode)}
+	e := &Error{Endpoint: "token endpoint", Origin: text.Origin(raw), Code: safeCode(re.ErrorCode)}
 	status := 0
 	if re.Response != nil {
 		status = re.Response.StatusCode

@@ -134,10 +134,10 @@ func (r *recorder) refusal() *guard.DeniedError {
 // entry) is KindDenied.
 func (c *Client) checkURL(endpoint, raw string) error {
 	if _, err := guard.CheckURL(raw, true); err != nil {
-		return &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: origin(raw), Detail: "not a usable http(s) URL"}
+		return &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "not a usable http(s) URL"}
 	}
 	if _, err := c.policy().CheckURL(raw); err != nil {
-		e := &Error{Kind: KindDenied, Endpoint: endpoint, Origin: origin(raw), Detail: "refused by the egress policy: " + strings.TrimPrefix(err.Error(), "guard: ")}
+		e := &Error{Kind: KindDenied, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "refused by the egress policy: " + strings.TrimPrefix(err.Error(), "guard: ")}
 		var d *guard.DeniedError
 		if errors.As(err, &d) {
 			e.cause, e.Detail = d, d.Error()
@@ -226,7 +226,7 @@ func redactKey(k crypto.Signer) string {
 // RefreshToken is the rotated one, or refreshToken when none was sent.
 func (c *Client) Refresh(ctx context.Context, ep Endpoint, refreshToken string) (Token, error) {
 	if ep.Auth.Method == AuthPrivateKeyJWT {
-		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(ep.TokenURL), Detail: "private_key_jwt is not supported for refresh"}
+		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: "private_key_jwt is not supported for refresh"}
 	}
 	return c.token(ctx, ep, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}})
 }
@@ -258,13 +258,13 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 	case AuthPrivateKeyJWT:
 		a, err := assertion(ep.Auth.PrivateKey, ep.Auth.KeyID, ep.ClientID, audience(ep), c.now())
 		if err != nil {
-			return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(ep.TokenURL), Detail: "cannot sign the client assertion: " + err.Error()}
+			return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: "cannot sign the client assertion: " + err.Error()}
 		}
 		cfg.AuthStyle = oauth2.AuthStyleInParams
 		params.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
 		params.Set("client_assertion", a)
 	default:
-		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(ep.TokenURL), Detail: fmt.Sprintf("unsupported token endpoint auth method %q", ep.Auth.Method)}
+		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: fmt.Sprintf("unsupported token endpoint auth method %q", ep.Auth.Method)}
 	}
 	hc, rec := c.recording()
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
@@ -273,7 +273,7 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 	}
 	out := Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ExpiresIn: expiresIn(tok, c.now())}
 	if !headerSafe(out.AccessToken) {
-		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: origin(ep.TokenURL), Detail: "the access token has characters a header cannot carry"}
+		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: "the access token has characters a header cannot carry"}
 	}
 	return out, nil
 }

@@ -241,7 +241,7 @@ func authMethod(c *oauth2.Config) string {
 
 func (g Grant) String() string {
 	return fmt.Sprintf("{TokenEndpoint:%s ClientID:%s AuthMethod:%s Scope:%q Resource:%s ExpiresAt:%s AccessToken:%s RefreshToken:%s ClientSecret:%s}",
-		origin(g.TokenEndpoint), g.ClientID, g.AuthMethod, g.Scope, origin(g.Resource), g.ExpiresAt.Format(time.RFC3339),
+		text.Origin(g.TokenEndpoint), g.ClientID, g.AuthMethod, g.Scope, text.Origin(g.Resource), g.ExpiresAt.Format(time.RFC3339),
 		redact(g.AccessToken), redact(g.RefreshToken), redact(g.ClientSecret))
 }
 
@@ -261,15 +261,6 @@ func redact(s string) string {
 	return text.Redacted
 }
 
-// origin is rawURL's scheme and host: never its path or query.
-func origin(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
 // Headless answers the authorization request without a browser, for
 // servers that approve at once: it sends the request through client and
 // reads the code, state and issuer from the redirect it answers with,
@@ -284,7 +275,7 @@ func Headless(client *http.Client) auth.AuthorizationCodeFetcher {
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("onboard: authorization request to %s: %w", origin(args.URL), err)
+			return nil, fmt.Errorf("onboard: authorization request to %s: %w", text.Origin(args.URL), err)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()

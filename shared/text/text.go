@@ -4,6 +4,7 @@
 package text
 
 import (
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -80,4 +81,15 @@ func Redact(s string, secrets ...string) string {
 	}
 	b.WriteString(s[kept:])
 	return b.String()
+}
+
+// Origin is raw's scheme://host[:port], lower-cased, without user info,
+// path, query or fragment: what a message may say of a hostile URL. It
+// is "" when raw does not parse or has no host.
+func Origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
 }

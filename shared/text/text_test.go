@@ -122,3 +122,17 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+func TestOrigin(t *testing.T) {
+	tests := map[string]string{
+		"https://User:pw@MCP.Example.com:8443/p/a?q=s#f": "https://mcp.example.com:8443",
+		"http://127.0.0.1:9/mcp":                         "http://127.0.0.1:9",
+		"/relative":                                      "",
+		"%zz":                                            "",
+	}
+	for raw, want := range tests {
+		if got := text.Origin(raw); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
