@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,21 +18,31 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/guard"
-	"github.com/mcpfn/mcpfn/shared/onboard/onboardtest"
+	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
-// allowFixture lets the guard reach the fixture's two loopback ports.
-func allowFixture(t *testing.T, as *onboardtest.Server) {
+// fixture is an authorization server and a real MCP server that answers
+// only its tokens, challenging for scope "tools".
+type fixture struct {
+	as  *oauthtest.Server
+	res *oauthtest.Resource
+}
+
+func newFixture(t *testing.T) fixture {
 	t.Helper()
-	var entries []string
-	for _, raw := range []string{as.Issuer, as.MCPURL} {
-		u, _ := url.Parse(raw)
-		entries = append(entries, "127.0.0.1/32:"+u.Port())
-	}
-	p, err := guard.NewPolicy(entries...)
+	as := oauthtest.NewServer(t, oauthtest.Options{})
+	h, _ := mcptest.NewHandler(mcptest.Options{})
+	return fixture{as, oauthtest.NewResource(t, as, oauthtest.ResourceOptions{Handler: h, Scope: "tools"})}
+}
+
+// allowFixture lets the guard reach the fixture's two loopback ports.
+func allowFixture(t *testing.T, f fixture) {
+	t.Helper()
+	p, err := guard.NewPolicy(f.as.AllowEntry(), f.res.AllowEntry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +64,8 @@ func browser(rawURL string) error {
 }
 
 func TestOnboardWritesTheCredential(t *testing.T) {
-	as := onboardtest.New(t)
-	allowFixture(t, as)
+	f := newFixture(t)
+	allowFixture(t, f)
 	path := filepath.Join(t.TempDir(), "vault.json")
 	other := `{"server_url":"https://other.example/mcp","token":"kept-as-is"}`
 	if err := os.WriteFile(path, []byte(`{"credentials":[`+other+`]}`), 0o600); err != nil {
@@ -64,7 +73,7 @@ func TestOnboardWritesTheCredential(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	o := options{vaultID: "v1", serverURL: as.MCPURL}
+	o := options{vaultID: "v1", serverURL: f.res.URL}
 	var out bytes.Buffer
 	for round := range 2 { // the second onboarding replaces the first's credential
 		if err := onboardServer(ctx, o, fileStore{path: path}, browser, &out); err != nil {
@@ -94,13 +103,13 @@ func TestOnboardWritesTheCredential(t *testing.T) {
 		t.Fatalf("credential %v", c)
 	case time.Until(c.ExpiresAt) < 50*time.Minute || time.Until(c.ExpiresAt) > 61*time.Minute:
 		t.Errorf("expires_at %v, want about an hour from now", c.ExpiresAt)
-	case c.Refresh.TokenEndpoint != as.Issuer+"/token" || !strings.HasPrefix(c.Refresh.ClientID, "client-"):
+	case c.Refresh.TokenEndpoint != f.as.TokenURL || c.Refresh.ClientID != f.as.Options.ClientID:
 		t.Errorf("refresh %v", c.Refresh)
-	case c.Refresh.Auth.Type != "client_secret_basic" || c.Refresh.Auth.ClientSecret == "":
+	case c.Refresh.Auth.Type != "client_secret_basic" || c.Refresh.Auth.ClientSecret != f.as.Options.ClientSecret:
 		t.Errorf("token endpoint auth %v, want client_secret_basic with the registered secret", c.Refresh.Auth)
-	case c.Refresh.Resource != as.MCPURL || !strings.Contains(c.Refresh.Scope, "tools"):
+	case c.Refresh.Resource != f.res.URL || !strings.Contains(c.Refresh.Scope, "tools"):
 		t.Errorf("resource %q scope %q, want the MCP URL and the challenged scope", c.Refresh.Resource, c.Refresh.Scope)
-	case !as.Live(c.Refresh.RefreshToken):
+	case !f.as.Live(c.Refresh.RefreshToken) || !f.as.Valid(c.Token):
 		t.Error("the stored refresh token is not live at the authorization server")
 	}
 	if s := out.String(); strings.Contains(s, c.Token) || strings.Contains(s, c.Refresh.RefreshToken) ||
@@ -110,14 +119,13 @@ func TestOnboardWritesTheCredential(t *testing.T) {
 }
 
 func TestOnboardRefusesWhatTheGuardDenies(t *testing.T) {
-	as := onboardtest.New(t)
-	u, _ := url.Parse(as.MCPURL) // the MCP server is allowed; the authorization server, on loopback, is not
+	f := newFixture(t) // the MCP server is allowed; the authorization server, on loopback, is not
 	old := guard.Default()
-	p, _ := guard.NewPolicy("127.0.0.1/32:" + u.Port())
+	p, _ := guard.NewPolicy(f.res.AllowEntry())
 	guard.SetDefault(p)
 	t.Cleanup(func() { guard.SetDefault(old) })
 	path := filepath.Join(t.TempDir(), "vault.json")
-	err := onboardServer(t.Context(), options{vaultID: "v1", serverURL: as.MCPURL}, fileStore{path: path}, browser, &bytes.Buffer{})
+	err := onboardServer(t.Context(), options{vaultID: "v1", serverURL: f.res.URL}, fileStore{path: path}, browser, &bytes.Buffer{})
 	if !errors.Is(err, guard.ErrDenied) {
 		t.Fatalf("err %v, want guard.ErrDenied", err)
 	}

@@ -6,8 +6,11 @@
 // one is counted by Reuses and revokes its whole grant, as strict servers
 // do), counts token requests, records spent refresh tokens, issues
 // expires_in, checks client_secret_basic, client_secret_post, none and
-// private_key_jwt, serves RFC 8414 metadata and answers RFC 7662 token
-// introspection (so a server in another process can check its tokens). Its refusals quote the
+// private_key_jwt, serves RFC 8414 metadata, answers RFC 7662 token
+// introspection (so a server in another process can check its tokens), and
+// runs the authorization-code flow: dynamic registration (of its one
+// client) and an authorization endpoint that approves at once (PKCE S256
+// required). Its refusals quote the
 // presented refresh token in error_description, so tests can check that
 // nothing repeats what a server says. A Resource answers 401 with a
 // WWW-Authenticate challenge naming its RFC 9728 metadata unless the
@@ -17,6 +20,7 @@ package oauthtest
 import (
 	"crypto"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -82,7 +86,13 @@ type Server struct {
 	revoked  map[string]bool      // grant ids
 	access   map[string]string    // access token → grant id
 	expiry   map[string]time.Time // access token → when it expires (absent: never)
+	codes    map[string]authCode  // authorization codes not yet exchanged
 	reuses   int
+}
+
+// authCode is an authorization the /authorize endpoint granted.
+type authCode struct {
+	challenge, redirect, scope string
 }
 
 // NewServer starts a Server on loopback (see Start), closed in tb.Cleanup.
@@ -116,11 +126,13 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("oauthtest: %w", err)
 	}
 	s := &Server{Options: o, live: map[string]string{}, spent: map[string]string{}, revoked: map[string]bool{},
-		access: map[string]string{}, expiry: map[string]time.Time{}}
+		access: map[string]string{}, expiry: map[string]time.Time{}, codes: map[string]authCode{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("POST /token", s.token)
 	mux.HandleFunc("POST /introspect", s.introspect)
+	mux.HandleFunc("POST /register", s.register)
+	mux.HandleFunc("GET /authorize", s.authorize)
 	s.Server = &httptest.Server{Listener: ln, Config: &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
@@ -229,7 +241,52 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": s.Options.AuthMethods,
 		"introspection_endpoint":                s.IntrospectionURL,
+		"registration_endpoint":                 s.Issuer + "/register",
 	})
+}
+
+// register answers dynamic client registration (RFC 7591) with the one
+// client the Server knows: Options.ClientID and ClientSecret, authenticating
+// with client_secret_basic.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RedirectURIs []string `json:"redirect_uris"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || len(req.RedirectURIs) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"client_id": s.Options.ClientID, "client_secret": s.Options.ClientSecret,
+		"redirect_uris": req.RedirectURIs, "token_endpoint_auth_method": "client_secret_basic"})
+}
+
+// authorize approves at once: for the Server's client with a PKCE S256
+// challenge it redirects to redirect_uri with a code and the state.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Host == "" || q.Get("client_id") != s.Options.ClientID ||
+		q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
+		http.Error(w, "bad authorization request", http.StatusBadRequest)
+		return
+	}
+	code := "code-" + random()
+	s.mu.Lock()
+	s.codes[code] = authCode{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), scope: q.Get("scope")}
+	s.mu.Unlock()
+	v := redirect.Query()
+	v.Set("code", code)
+	v.Set("state", q.Get("state"))
+	redirect.RawQuery = v.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+// Live reports whether refresh token rt can still be exchanged.
+func (s *Server) Live(rt string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.live[rt]
+	return ok && !s.revoked[g]
 }
 
 func (s *Server) introspect(w http.ResponseWriter, r *http.Request) {
@@ -297,6 +354,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.spent[rt] = g
 		s.spentAll = append(s.spentAll, rt)
 		grant = g
+	case "authorization_code":
+		c, ok := s.codes[f.Get("code")]
+		delete(s.codes, f.Get("code"))
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		if !ok || c.redirect != f.Get("redirect_uri") || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge {
+			fail(http.StatusBadRequest, "invalid_grant", "the code, its redirect_uri or its code_verifier does not match")
+			return
+		}
+		if req.Scope == "" {
+			req.Scope = c.scope
+		}
 	case "client_credentials":
 		if req.AuthMethod == "none" {
 			fail(http.StatusUnauthorized, "invalid_client", "a public client cannot use client_credentials")
@@ -314,7 +382,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		out["expires_in"] = int(s.Options.ExpiresIn / time.Second)
 		s.expiry[at] = time.Now().Add(s.Options.ExpiresIn)
 	}
-	if req.GrantType == "refresh_token" {
+	if req.GrantType == "refresh_token" || req.GrantType == "authorization_code" {
 		next := "rt-" + random()
 		s.live[next] = grant
 		out["refresh_token"] = next
