@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -51,7 +52,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Metadata{}, transportError(ctx, mcpServer, serverURL, err, rec.refusal())
+		return Metadata{}, transportError(ctx, mcpServer, serverURL, err, rec.Denied())
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxChallengeBody))
 	_ = resp.Body.Close()
@@ -127,7 +128,7 @@ const maxDocument = 1 << 20
 
 // getDoc GETs the JSON document at raw into v, after the policy allows raw.
 // A 4xx answer is found false (the next well-known path may hold it).
-func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, endpoint, raw string, v any) (bool, error) {
+func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *guard.Recorder, endpoint, raw string, v any) (bool, error) {
 	if err := c.checkURL(endpoint, raw); err != nil {
 		return false, err
 	}
@@ -138,7 +139,7 @@ func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, end
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, transportError(ctx, endpoint, raw, err, rec.refusal())
+		return false, transportError(ctx, endpoint, raw, err, rec.Denied())
 	}
 	defer resp.Body.Close()
 	switch {
@@ -154,7 +155,7 @@ func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *recorder, end
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
 	if err != nil {
-		return false, transportError(ctx, endpoint, raw, err, rec.refusal())
+		return false, transportError(ctx, endpoint, raw, err, rec.Denied())
 	}
 	if len(body) > maxDocument {
 		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "answered over 1 MiB"}

@@ -94,39 +94,7 @@ func (c *Client) now() time.Time {
 
 // recording returns a client like c's whose transport records a guard
 // refusal, which x/oauth2 may flatten into text.
-func (c *Client) recording() (*http.Client, *recorder) {
-	base := c.client()
-	rt := base.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	rec := &recorder{base: rt}
-	return &http.Client{Transport: rec, CheckRedirect: base.CheckRedirect, Timeout: base.Timeout, Jar: base.Jar}, rec
-}
-
-type recorder struct {
-	base   http.RoundTripper
-	mu     sync.Mutex
-	denied *guard.DeniedError
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.base.RoundTrip(req)
-	var d *guard.DeniedError
-	if err != nil && errors.As(err, &d) {
-		r.mu.Lock()
-		r.denied = d
-		r.mu.Unlock()
-	}
-	return resp, err
-}
-
-// refusal is the last guard refusal seen, or nil.
-func (r *recorder) refusal() *guard.DeniedError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.denied
-}
+func (c *Client) recording() (*http.Client, *guard.Recorder) { return guard.Record(c.client()) }
 
 // checkURL judges raw, a URL of endpoint, before any request: a malformed
 // URL is KindProtocol (it came from a document or the vault), one the
@@ -269,7 +237,7 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 	hc, rec := c.recording()
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
-		return Token{}, tokenError(ctx, ep.TokenURL, err, rec.refusal())
+		return Token{}, tokenError(ctx, ep.TokenURL, err, rec.Denied())
 	}
 	out := Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ExpiresIn: expiresIn(tok, c.now())}
 	if !headerSafe(out.AccessToken) {

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/text"
 )
 
@@ -50,8 +51,8 @@ type Options struct {
 // Flow is one authorization-code flow: hand Handler to mcp.Config.OAuth,
 // connect, and read Grant.
 type Flow struct {
-	h    *auth.AuthorizationCodeHandler
-	seen *seenErrors
+	h   *auth.AuthorizationCodeHandler
+	rec *guard.Recorder // the handler's client's: a guard refusal go-sdk reports as text
 
 	mu       sync.Mutex
 	resource string // the resource indicator of the last authorization request
@@ -65,16 +66,16 @@ func New(o Options) (*Flow, error) {
 	if o.Client == nil || o.RedirectURL == "" || o.Fetch == nil {
 		return nil, errors.New("onboard: Client, RedirectURL and Fetch are required")
 	}
-	f := &Flow{seen: &seenErrors{}}
-	client := *o.Client
-	client.Transport = &recorder{next: transportOf(o.Client), seen: f.seen}
+	f := &Flow{}
+	client, rec := guard.Record(o.Client)
+	f.rec = rec
 	name := o.ClientName
 	if name == "" {
 		name = "mcpfn"
 	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         o.RedirectURL,
-		Client:              &client,
+		Client:              client,
 		RequestRefreshToken: true,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			f.noteRequest(args.URL)
@@ -116,8 +117,8 @@ func New(o Options) (*Flow, error) {
 }
 
 // Handler is the flow as an OAuthHandler for mcp.Config.OAuth. A failed
-// Authorize wraps the first transport error its requests met (a guard
-// refusal, say), which go-sdk reports as text only.
+// Authorize wraps the guard refusal its requests met, if any, which go-sdk
+// reports as text only.
 func (f *Flow) Handler() auth.OAuthHandler { return handler{f} }
 
 type handler struct{ f *Flow }
@@ -127,52 +128,14 @@ func (h handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 }
 
 func (h handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
-	h.f.seen.reset()
+	h.f.rec.Reset()
 	err := h.f.h.Authorize(ctx, req, resp)
-	if first := h.f.seen.first(); err != nil && first != nil && !errors.Is(err, first) {
-		return fmt.Errorf("%w (%w)", err, first)
+	var d *guard.DeniedError
+	if denied := h.f.rec.Denied(); err != nil && denied != nil && !errors.As(err, &d) {
+		return fmt.Errorf("%w (%w)", err, denied)
 	}
 	return err
 }
-
-// recorder passes requests on and keeps the first transport error.
-type recorder struct {
-	next http.RoundTripper
-	seen *seenErrors
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.RoundTrip(req)
-	if err != nil {
-		r.seen.add(err)
-	}
-	return resp, err
-}
-
-func transportOf(c *http.Client) http.RoundTripper {
-	if c.Transport != nil {
-		return c.Transport
-	}
-	return http.DefaultTransport
-}
-
-// seenErrors is the first transport error since the last reset.
-type seenErrors struct {
-	mu  sync.Mutex
-	err error
-}
-
-func (s *seenErrors) reset() { s.mu.Lock(); s.err = nil; s.mu.Unlock() }
-
-func (s *seenErrors) add(err error) {
-	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
-	}
-	s.mu.Unlock()
-}
-
-func (s *seenErrors) first() error { s.mu.Lock(); defer s.mu.Unlock(); return s.err }
 
 // noteRequest keeps the resource indicator and scope of an authorization
 // request, which the grant's refresh needs.
