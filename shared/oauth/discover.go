@@ -33,7 +33,8 @@ type Metadata struct {
 
 // Discover finds the token endpoint for the MCP server at serverURL the
 // MCP way: an unauthenticated initialize POST must be answered 401 with a
-// Bearer challenge naming resource_metadata; that document (its resource
+// Bearer challenge naming resource_metadata (without one, the RFC 9728
+// well-known URIs on the server's origin are asked); that document (its resource
 // must equal serverURL) names the authorization server, whose RFC 8414 or
 // OIDC metadata names the token endpoint. Each URL is judged by the policy
 // before it is asked; a refusal is KindDenied and ends discovery. Documents
@@ -71,17 +72,25 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 			break
 		}
 	}
-	if prmURL == "" {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL),
-			Detail: "its 401 has no Bearer challenge with resource_metadata; set token_endpoint in the credential"}
-	}
-
 	const prmName = "protected-resource metadata"
+	candidates := []string{prmURL}
+	if prmURL == "" { // the MCP spec's fallback: the well-known URIs on the server's origin
+		candidates = protectedResourceMetadataURLs(serverURL)
+	}
 	var prm oauthex.ProtectedResourceMetadata
-	if found, err := c.getDoc(ctx, hc, rec, prmName, prmURL, &prm); err != nil {
-		return Metadata{}, err
-	} else if !found {
-		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(prmURL), Detail: "not found"}
+	found := false
+	for _, u := range candidates {
+		if found, err = c.getDoc(ctx, hc, rec, prmName, u, &prm); err != nil {
+			return Metadata{}, err
+		}
+		if found {
+			prmURL = u
+			break
+		}
+	}
+	if !found {
+		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(serverURL),
+			Detail: "not found (the challenge's resource_metadata, else the RFC 9728 well-known paths); set token_endpoint in the credential"}
 	}
 	if prm.Resource != serverURL {
 		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: prmName, Origin: text.Origin(prmURL), Detail: "its resource is not the server URL (RFC 9728 §3.3)"}
@@ -96,7 +105,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 		return Metadata{}, err
 	}
 	var asm oauthex.AuthServerMeta
-	found := false
+	found = false
 	for _, u := range authServerMetadataURLs(issuer) {
 		if found, err = c.getDoc(ctx, hc, rec, asName, u, &asm); err != nil {
 			return Metadata{}, err
@@ -121,6 +130,21 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 	}
 	return Metadata{Resource: prm.Resource, Issuer: asm.Issuer, TokenEndpoint: asm.TokenEndpoint,
 		AuthMethods: asm.TokenEndpointAuthMethodsSupported, Scope: scope}, nil
+}
+
+// protectedResourceMetadataURLs are where RFC 9728 (and the MCP
+// authorization spec) put serverURL's metadata when its challenge does not
+// say: the path-based well-known URI, then the root one.
+func protectedResourceMetadataURLs(serverURL string) []string {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return nil
+	}
+	root := u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource"
+	if p := strings.Trim(u.EscapedPath(), "/"); p != "" {
+		return []string{root + "/" + p, root}
+	}
+	return []string{root}
 }
 
 // maxDocument bounds a metadata document.

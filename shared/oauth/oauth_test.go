@@ -171,3 +171,47 @@ func TestServerRevokesAReusedRefreshToken(t *testing.T) {
 		t.Errorf("a printed Token shows a token: %s", s)
 	}
 }
+
+// TestDiscoverFallsBackToTheWellKnownPaths: a 401 whose challenge names no
+// resource_metadata sends discovery to the RFC 9728 well-known URIs, the
+// path-based one first, then the root one.
+func TestDiscoverFallsBackToTheWellKnownPaths(t *testing.T) {
+	as := oauthtest.NewServer(t, oauthtest.Options{})
+	for _, at := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource", ""} {
+		t.Run("metadata at "+at, func(t *testing.T) {
+			var asked []string
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/mcp":
+					w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+					w.WriteHeader(http.StatusUnauthorized)
+				case at:
+					asked = append(asked, r.URL.Path)
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{as.Issuer}})
+				default:
+					asked = append(asked, r.URL.Path)
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			got, err := client(t, as.AllowEntry(), entry(srv)).Discover(t.Context(), srv.URL+"/mcp")
+			if at == "" {
+				if !errors.Is(err, oauth.ErrProtocol) {
+					t.Fatalf("Discover = %v, want ErrProtocol when no well-known path has it", err)
+				}
+				if diff := cmp.Diff([]string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}, asked); diff != "" {
+					t.Errorf("paths asked (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil || got.TokenEndpoint != as.TokenURL {
+				t.Fatalf("Discover = %+v, %v; want the token endpoint %s", got, err, as.TokenURL)
+			}
+			if asked[len(asked)-1] != at {
+				t.Errorf("paths asked %v, want the last to be %s", asked, at)
+			}
+		})
+	}
+}
