@@ -218,19 +218,7 @@ func (s *Dynamo) writePlan(ctx context.Context, id string, p prepared, pl *plan,
 			copy(r.name[:], e.hash[:nameKeyLen])
 			return toolItem(contentPK(id, toolShard(e.hash[:], w.shards)), contentSortKey(r), e, exp)
 		}
-		n := i - len(todo)
-		sk := chunkSortKey(p.key, n)
-		if n == 0 {
-			sk = markerSortKey(p.key)
-		}
-		it := itemKey(id, sk)
-		it[attrManifest] = &types.AttributeValueMemberB{Value: parts[n]}
-		it[TTLAttribute] = exp
-		if n == 0 {
-			it[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(w.shards)}
-			it[attrChunks] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(parts))}
-		}
-		return it
+		return manifestItem(id, p.key, i-len(todo), w.shards, parts, exp)
 	}
 	if err := s.putItems(ctx, len(todo)+len(parts), item); err != nil {
 		return err
@@ -481,19 +469,7 @@ func (s *Dynamo) renewContent(ctx context.Context, id string, h head, p prepared
 			e := p.entries[i]
 			return toolItem(contentPK(id, toolShard(e.hash[:], h.shards)), contentSortKey(m.ref(i)), e, exp)
 		}
-		n := i - len(m.tools)
-		sk := chunkSortKey(h.version, n)
-		if n == 0 {
-			sk = markerSortKey(h.version)
-		}
-		it := itemKey(id, sk)
-		it[attrManifest] = &types.AttributeValueMemberB{Value: parts[n]}
-		it[TTLAttribute] = exp
-		if n == 0 {
-			it[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(h.shards)}
-			it[attrChunks] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(parts))}
-		}
-		return it
+		return manifestItem(id, h.version, i-len(m.tools), h.shards, parts, exp)
 	})
 	return err == nil, err
 }
@@ -591,4 +567,21 @@ func (s *Dynamo) lookupContent(ctx context.Context, id string, h head, toolName 
 	}
 	m.Found, m.Annotations = in, hints
 	return m, sure, nil
+}
+
+// manifestItem is part n of version's manifest: the marker (n 0, which
+// also records the shards and the number of parts) or chunk n.
+func manifestItem(id, version string, n, shards int, parts [][]byte, exp types.AttributeValue) map[string]types.AttributeValue {
+	sk := chunkSortKey(version, n)
+	if n == 0 {
+		sk = markerSortKey(version)
+	}
+	it := itemKey(id, sk)
+	it[attrManifest] = &types.AttributeValueMemberB{Value: parts[n]}
+	it[TTLAttribute] = exp
+	if n == 0 {
+		it[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(shards)}
+		it[attrChunks] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(parts))}
+	}
+	return it
 }
