@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
+	"github.com/mcpfn/mcpfn/shared/ledger/ledgertest"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner"
@@ -46,7 +47,9 @@ func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 	t.Helper()
 	s := &stack{Stack: runnertest.NewStack(t, "call")}
 	_, s.calls = awstest.NewTable(t, s.Moto, "calls", ledger.CreateTable)
-	s.ledger = ledger.NewDynamo(s.DDB, s.calls, time.Minute)
+	// moto's conditional writes are not atomic, DynamoDB's are: racing
+	// Begins (TestDuplicateDeliveryRunsOnce) go through ledgertest.Strict.
+	s.ledger = ledger.NewDynamo(ledgertest.Strict(s.DDB), s.calls, time.Minute)
 	s.handler = &Handler{
 		Connect:     connect,
 		HTTPClient:  s.Client(t, mcp.CallTimeout),
