@@ -40,6 +40,9 @@ func encode(c Credential) json.RawMessage {
 		if l := c.Lease; l != nil {
 			j.RefreshLease = &jsonLease{Holder: ptr(l.Holder), ExpiresAt: timePtr(l.ExpiresAt)}
 		}
+		if d := c.Dead; d != nil {
+			j.DeadGrant = &jsonDead{Error: ptr(d.Error), At: timePtr(d.At), RefreshTokenSHA256: ptr(d.RefreshTokenSHA256)}
+		}
 	case TypeClientCredentials:
 		j.Type = ptr(c.Type)
 		if cl := c.Client; cl != nil {

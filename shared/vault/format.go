@@ -27,7 +27,7 @@ const (
 //   - static_bearer: Token.
 //   - mcp_oauth: Token is the access_token, ExpiresAt its expires_at (zero:
 //     unknown), Refresh the refresh block (nil: none), Lease a refresh in
-//     progress (written by mcpfn).
+//     progress and Dead a refused grant (both written by mcpfn).
 //   - oauth_client_credentials: Client.
 type Credential struct {
 	Type      string
@@ -36,6 +36,7 @@ type Credential struct {
 	ExpiresAt time.Time
 	Refresh   *Refresh
 	Lease     *Lease
+	Dead      *DeadGrant
 	Client    *Client
 }
 
@@ -92,6 +93,7 @@ type (
 		ExpiresAt         *string    `json:"expires_at,omitempty"`
 		Refresh           *jsonRef   `json:"refresh,omitempty"`
 		RefreshLease      *jsonLease `json:"refresh_lease,omitempty"`
+		DeadGrant         *jsonDead  `json:"dead_grant,omitempty"`
 		ClientID          *string    `json:"client_id,omitempty"`
 		ClientSecret      *string    `json:"client_secret,omitempty"`
 		Scope             *string    `json:"scope,omitempty"`
@@ -113,6 +115,11 @@ type (
 		PrivateKey   *string `json:"private_key,omitempty"`
 		KeyID        *string `json:"key_id,omitempty"`
 	}
+	jsonDead struct {
+		Error              *string `json:"error,omitempty"`
+		At                 *string `json:"at,omitempty"`
+		RefreshTokenSHA256 *string `json:"refresh_token_sha256,omitempty"`
+	}
 	jsonLease struct {
 		Holder    *string `json:"holder,omitempty"`
 		ExpiresAt *string `json:"expires_at,omitempty"`
@@ -128,7 +135,8 @@ var (
 	oauthSchema  = schema{"type": nil, "server_url": nil, "access_token": nil, "expires_at": nil,
 		"refresh": {"token_endpoint": nil, "client_id": nil, "refresh_token": nil, "scope": nil, "resource": nil,
 			"token_endpoint_auth": {"type": nil, "client_secret": nil}},
-		"refresh_lease": {"holder": nil, "expires_at": nil}}
+		"refresh_lease": {"holder": nil, "expires_at": nil},
+		"dead_grant":    {"error": nil, "at": nil, "refresh_token_sha256": nil}}
 	clientSchema = schema{"type": nil, "server_url": nil, "client_id": nil, "client_secret": nil, "scope": nil,
 		"resource": nil, "token_endpoint": nil, "token_endpoint_auth": {"type": nil, "private_key": nil, "key_id": nil}}
 )
@@ -316,6 +324,11 @@ func parseCredential(raw []byte, where string) (Credential, error) {
 				return bad("refresh_lease: want holder and expires_at")
 			}
 			c.Lease = &Lease{Holder: *l.Holder, ExpiresAt: t}
+		}
+		if d := j.DeadGrant; d != nil {
+			if c.Dead, err = parseDead(d); err != nil {
+				return bad("dead_grant: %v", err)
+			}
 		}
 	case TypeClientCredentials:
 		c.Client = &Client{ClientID: str(j.ClientID), ClientSecret: str(j.ClientSecret), Scope: str(j.Scope),

@@ -27,10 +27,11 @@ const (
 	// LeaseTTL is how long a refresher's lease on a credential lasts.
 	LeaseTTL = 60 * time.Second
 	// TokenBudget caps the token request inside a lease; the rest of the
-	// lease is left for the write-back.
+	// lease is left for the write-back. Within a context that has a
+	// deadline, the request gets at most two thirds of what is left.
 	TokenBudget = 30 * time.Second
-	// WriteBackTimeout bounds the write-back of a refreshed token, which
-	// runs even when the caller's context has ended.
+	// WriteBackTimeout caps the write-back of a refreshed token (or of a
+	// dead grant), which runs within the caller's context.
 	WriteBackTimeout = 10 * time.Second
 	// PendingStage labels the version a refresher writes before it moves
 	// AWSCURRENT onto it.
@@ -194,6 +195,9 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 			}
 			return Match{}, r.credErr(id, server, oauth.Errorf(oauth.KindRefused, "%s and the credential has no refresh block", why))
 		}
+		if c.Dead.holds(c.Refresh) {
+			return Match{}, r.deadErr(id, server, c.Refresh, c.Dead)
+		}
 		if l := c.Lease; l != nil && l.Holder != holder && now.Before(l.ExpiresAt) {
 			if !waited {
 				o.log.LogAttrs(ctx, slog.LevelInfo, "oauth refresh in progress elsewhere; waiting", append(r.attrs(id, server), slog.Time("lease_expires_at", l.ExpiresAt))...)
@@ -224,35 +228,47 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 }
 
 // spend sends c's refresh token, once, while holding the lease, writes the
-// result back, and only then returns the new token.
+// result back, and only then returns the new token. A refusal that ends
+// the grant is written back as c's DeadGrant; a token granted but not
+// stored is an error wrapping oauth.ErrRefused and is not used.
 func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Credential, holder string, snap *snapshot, seen []string) (Match, error) {
 	o := r.oauth
 	rf := c.Refresh
-	tctx, cancel := context.WithTimeout(ctx, TokenBudget)
+	tctx, cancel := context.WithTimeout(ctx, tokenBudget(ctx))
 	defer cancel()
 	ep := oauth.Endpoint{TokenURL: rf.TokenEndpoint, ClientID: rf.ClientID, Scope: rf.Scope, Resource: rf.Resource,
 		Auth: oauth.Auth{Method: rf.Auth.Type, ClientSecret: rf.Auth.ClientSecret}}
 	tok, terr := o.client.Refresh(tctx, ep, rf.RefreshToken)
-	// The write-back outlives the caller's context: a rotated refresh
-	// token that is not stored is lost.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), WriteBackTimeout)
+	// The write-back runs within ctx, which the runner bounds by the work
+	// item's reserve: a Secrets Manager that stalls fails this item, not
+	// the invocation.
+	wctx, wcancel := context.WithTimeout(ctx, WriteBackTimeout)
 	defer wcancel()
 	spent := rf.RefreshToken
-	if terr != nil {
-		release := func(cur Credential) Credential { cur.Lease = nil; return cur }
+	seen = union(seen, []string{tok.AccessToken, tok.RefreshToken})
+	if terr != nil && tok.RefreshToken == "" {
+		dead := deadGrant(terr, spent, o.now())
+		release := func(cur Credential) Credential { cur.Lease, cur.Dead = nil, dead; return cur }
 		if err := r.writeBack(wctx, id, server, spent, snap, release); err != nil && !errors.Is(err, errSuperseded) {
 			o.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh lease not released", append(r.attrs(id, server), slog.String("error", err.Error()))...)
+		} else if dead != nil {
+			o.log.LogAttrs(ctx, slog.LevelWarn, "oauth grant refused; recorded as dead", append(r.attrs(id, server), slog.String("oauth_error", dead.Error))...)
 		}
 		return Match{}, r.credErr(id, server, terr)
 	}
-	seen = union(seen, []string{tok.AccessToken, tok.RefreshToken})
-	var expires time.Time
-	if tok.ExpiresIn > 0 {
-		expires = o.now().Add(tok.ExpiresIn).Truncate(time.Second)
+	// A token was granted: whatever else is wrong, the rotated refresh
+	// token is stored first. Without a usable access token (terr set) the
+	// old one is kept, marked expired.
+	expires := o.now().Truncate(time.Second)
+	access := ""
+	if terr == nil {
+		access, expires = tok.AccessToken, o.now().Add(tok.ExpiresIn).Truncate(time.Second)
 	}
 	update := func(cur Credential) Credential {
-		cur.Lease = nil
-		cur.Token = tok.AccessToken
+		cur.Lease, cur.Dead = nil, nil
+		if access != "" {
+			cur.Token = access
+		}
 		cur.ExpiresAt = expires
 		rf := *cur.Refresh
 		if tok.RefreshToken != "" {
@@ -265,11 +281,29 @@ func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Cr
 	case errors.Is(err, errSuperseded):
 		o.log.LogAttrs(ctx, slog.LevelWarn, "oauth credential replaced during its refresh; the new token is used but not stored", r.attrs(id, server)...)
 	case err != nil:
-		return Match{}, fmt.Errorf("vault %s: credential for %s: the refreshed token could not be stored: %w", id, originOf(server), err)
+		o.log.LogAttrs(ctx, slog.LevelError, "oauth token granted but not stored; the refresh token sent is spent", append(r.attrs(id, server), slog.String("error", err.Error()))...)
+		return Match{}, r.credErr(id, server, oauth.Errorf(oauth.KindRefused,
+			"the token endpoint granted a new token, but it could not be stored, so it is not used and the refresh token sent is spent (%v)", err))
+	}
+	rotated := tok.RefreshToken != "" && tok.RefreshToken != spent
+	if terr != nil {
+		o.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh answer without a usable access token; the rotated refresh token is stored", append(r.attrs(id, server), slog.Bool("rotated", rotated))...)
+		return Match{}, r.credErr(id, server, terr)
 	}
 	o.log.LogAttrs(ctx, slog.LevelInfo, "oauth token refreshed", append(r.attrs(id, server),
-		slog.Bool("rotated", tok.RefreshToken != "" && tok.RefreshToken != spent), slog.Time("expires_at", expires))...)
+		slog.Bool("rotated", rotated), slog.Time("expires_at", expires))...)
 	return Match{Found: true, VaultID: id, Type: TypeMCPOAuth, ServerURL: serverURL, Token: tok.AccessToken, Secrets: seen}, nil
+}
+
+// tokenBudget is the time a token request may take within ctx: TokenBudget,
+// and at most two thirds of what is left of ctx, so the write-back keeps
+// a third.
+func tokenBudget(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return TokenBudget
+	}
+	return max(min(TokenBudget, time.Until(d)*2/3), 0)
 }
 
 func (r *Resolver) credErr(id, server string, err error) error {
