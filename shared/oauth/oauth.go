@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -160,7 +159,7 @@ type Endpoint struct {
 type Token struct {
 	AccessToken  string
 	RefreshToken string        // "" when none was sent
-	ExpiresIn    time.Duration // 0 when the server sent no expires_in
+	ExpiresIn    time.Duration // expires_in read by Lifetime: never 0
 }
 
 func (t Token) String() string {
@@ -191,7 +190,11 @@ func redactKey(k crypto.Signer) string {
 
 // Refresh spends refreshToken at ep (grant_type refresh_token, with
 // ep.Scope and ep.Resource when set) in exactly one request. The returned
-// RefreshToken is the rotated one, or refreshToken when none was sent.
+// RefreshToken is the rotated one, or "" when none was sent. An answer
+// that grants a token is used whatever else in it is odd (expires_in: see
+// Lifetime). An error may still come with a Token whose RefreshToken the
+// server rotated to (the access token was unusable): store it, since
+// refreshToken is spent.
 func (c *Client) Refresh(ctx context.Context, ep Endpoint, refreshToken string) (Token, error) {
 	if ep.Auth.Method == AuthPrivateKeyJWT {
 		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: "private_key_jwt is not supported for refresh"}
@@ -235,36 +238,33 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: fmt.Sprintf("unsupported token endpoint auth method %q", ep.Auth.Method)}
 	}
 	hc, rec := c.recording()
-	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
-	if err != nil {
-		return Token{}, tokenError(ctx, ep.TokenURL, err, rec.Denied())
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
-	out := Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ExpiresIn: expiresIn(tok, c.now())}
+	tee := &answerTee{base: base}
+	teed := *hc
+	teed.Transport = tee
+	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, &teed))
+	var out Token
+	if err == nil {
+		out = Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ExpiresIn: Lifetime(tok.Extra("expires_in"))}
+	} else {
+		// x/oauth2 refuses a granted answer it cannot read whole (an
+		// expires_in of 3599.5, TestLibraryRefusesOddExpiresIn): read what
+		// was granted from the answer itself.
+		var re *oauth2.RetrieveError
+		g, ok := tee.granted()
+		if errors.As(err, &re) || !ok || g.AccessToken == "" && g.RefreshToken == "" {
+			return Token{}, tokenError(ctx, ep.TokenURL, err, rec.Denied())
+		}
+		out = g
+	}
 	if !headerSafe(out.AccessToken) {
-		return Token{}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL), Detail: "the access token has characters a header cannot carry"}
+		return Token{RefreshToken: out.RefreshToken}, &Error{Kind: KindProtocol, Endpoint: "token endpoint", Origin: text.Origin(ep.TokenURL),
+			Detail: "the granted access token is missing or has characters a header cannot carry"}
 	}
 	return out, nil
-}
-
-// expiresIn reads expires_in from the answer (x/oauth2 keeps it only in
-// the raw fields for this grant), else derives it from Expiry.
-func expiresIn(tok *oauth2.Token, now time.Time) time.Duration {
-	var secs float64
-	switch v := tok.Extra("expires_in").(type) {
-	case float64:
-		secs = v
-	case string:
-		secs, _ = strconv.ParseFloat(v, 64)
-	}
-	if secs > 0 && secs < 1e9 {
-		return time.Duration(secs) * time.Second
-	}
-	if !tok.Expiry.IsZero() {
-		if d := tok.Expiry.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // headerSafe reports whether s is non-empty visible ASCII without spaces.

@@ -46,7 +46,8 @@ func (a Auth) Config(cfg mcp.Config) mcp.Config {
 // Credential returns the authorization of the first credential in
 // vaultIDs for serverURL: none (connect anonymously) when none matches or
 // vaultIDs is empty. An OAuth credential's token is fresh (refreshed
-// first when it expires within a minute). It logs the lookup's hints to
+// first when it expires within a minute). The lookup, any refresh and its
+// write-back run within the item's operation budget. It logs the lookup's hints to
 // log, registers every token and secret the lookup saw with it.AddSecret
 // and notes which vault matched on the summary line. Errors are
 // *wire.Error: a malformed vault id, a missing vault or unusable
@@ -56,7 +57,12 @@ func Credential(ctx context.Context, v Vaults, it *Item, vaultIDs []string, serv
 	if len(vaultIDs) == 0 {
 		return Auth{}, nil
 	}
-	m, err := v.Lookup(ctx, vaultIDs, serverURL)
+	// The lookup, its token request and its write-back end with the
+	// operation budget: the reserve stays for the store, the ledger and
+	// the report.
+	lctx, cancel := it.OperationContext(ctx)
+	defer cancel()
+	m, err := v.Lookup(lctx, vaultIDs, serverURL)
 	if err != nil {
 		return Auth{}, vaultError(err, "the vault lookup failed")
 	}

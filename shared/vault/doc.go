@@ -18,6 +18,8 @@
 // With WithOAuth, Lookup refreshes an mcp_oauth token expiring within
 // RefreshMargin (one refresher across all instances, the result stored
 // before use) and obtains client-credentials tokens through package oauth,
-// cached in process; Refresh handles a token the server refused. Rationale:
-// DESIGN.md.
+// cached in process; Refresh handles a token the server refused. A grant
+// the authorization server refused (invalid_grant, invalid_client) is
+// recorded in the credential (DeadGrant) and not tried again until the
+// refresh token changes. Rationale: DESIGN.md.
 package vault

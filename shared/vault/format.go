@@ -27,7 +27,7 @@ const (
 //   - static_bearer: Token.
 //   - mcp_oauth: Token is the access_token, ExpiresAt its expires_at (zero:
 //     unknown), Refresh the refresh block (nil: none), Lease a refresh in
-//     progress (written by mcpfn).
+//     progress and Dead a refused grant (both written by mcpfn).
 //   - oauth_client_credentials: Client.
 type Credential struct {
 	Type      string
@@ -36,6 +36,7 @@ type Credential struct {
 	ExpiresAt time.Time
 	Refresh   *Refresh
 	Lease     *Lease
+	Dead      *DeadGrant
 	Client    *Client
 }
 
@@ -92,6 +93,7 @@ type (
 		ExpiresAt         *string    `json:"expires_at,omitempty"`
 		Refresh           *jsonRef   `json:"refresh,omitempty"`
 		RefreshLease      *jsonLease `json:"refresh_lease,omitempty"`
+		DeadGrant         *jsonDead  `json:"dead_grant,omitempty"`
 		ClientID          *string    `json:"client_id,omitempty"`
 		ClientSecret      *string    `json:"client_secret,omitempty"`
 		Scope             *string    `json:"scope,omitempty"`
@@ -113,6 +115,11 @@ type (
 		PrivateKey   *string `json:"private_key,omitempty"`
 		KeyID        *string `json:"key_id,omitempty"`
 	}
+	jsonDead struct {
+		Error              *string `json:"error,omitempty"`
+		At                 *string `json:"at,omitempty"`
+		RefreshTokenSHA256 *string `json:"refresh_token_sha256,omitempty"`
+	}
 	jsonLease struct {
 		Holder    *string `json:"holder,omitempty"`
 		ExpiresAt *string `json:"expires_at,omitempty"`
@@ -128,7 +135,8 @@ var (
 	oauthSchema  = schema{"type": nil, "server_url": nil, "access_token": nil, "expires_at": nil,
 		"refresh": {"token_endpoint": nil, "client_id": nil, "refresh_token": nil, "scope": nil, "resource": nil,
 			"token_endpoint_auth": {"type": nil, "client_secret": nil}},
-		"refresh_lease": {"holder": nil, "expires_at": nil}}
+		"refresh_lease": {"holder": nil, "expires_at": nil},
+		"dead_grant":    {"error": nil, "at": nil, "refresh_token_sha256": nil}}
 	clientSchema = schema{"type": nil, "server_url": nil, "client_id": nil, "client_secret": nil, "scope": nil,
 		"resource": nil, "token_endpoint": nil, "token_endpoint_auth": {"type": nil, "private_key": nil, "key_id": nil}}
 )
@@ -317,6 +325,11 @@ func parseCredential(raw []byte, where string) (Credential, error) {
 			}
 			c.Lease = &Lease{Holder: *l.Holder, ExpiresAt: t}
 		}
+		if d := j.DeadGrant; d != nil {
+			if c.Dead, err = parseDead(d); err != nil {
+				return bad("dead_grant: %v", err)
+			}
+		}
 	case TypeClientCredentials:
 		c.Client = &Client{ClientID: str(j.ClientID), ClientSecret: str(j.ClientSecret), Scope: str(j.Scope),
 			Resource: str(j.Resource), TokenEndpoint: str(j.TokenEndpoint)}
@@ -371,80 +384,6 @@ func parseTime(p *string) (time.Time, error) {
 func usableURL(raw string) bool {
 	_, err := guard.CheckURL(raw, true)
 	return err == nil
-}
-
-func ptr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func timePtr(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	return ptr(t.UTC().Format(time.RFC3339))
-}
-
-// encode is c in the vault format, secrets included. ServerURL is written
-// as given.
-func encode(c Credential) json.RawMessage {
-	j := jsonCred{ServerURL: ptr(c.ServerURL)}
-	switch c.Type {
-	case TypeStaticBearer, "":
-		j.Token = ptr(c.Token)
-	case TypeMCPOAuth:
-		j.Type, j.AccessToken, j.ExpiresAt = ptr(c.Type), ptr(c.Token), timePtr(c.ExpiresAt)
-		if r := c.Refresh; r != nil {
-			j.Refresh = &jsonRef{TokenEndpoint: ptr(r.TokenEndpoint), ClientID: ptr(r.ClientID), RefreshToken: ptr(r.RefreshToken),
-				Scope: ptr(r.Scope), Resource: ptr(r.Resource)}
-			if r.Auth.Type != "" && r.Auth.Type != oauth.AuthNone || r.Auth.ClientSecret != "" {
-				j.Refresh.TokenEndpointAuth = &jsonAuth{Type: ptr(r.Auth.Type), ClientSecret: ptr(r.Auth.ClientSecret)}
-			}
-		}
-		if l := c.Lease; l != nil {
-			j.RefreshLease = &jsonLease{Holder: ptr(l.Holder), ExpiresAt: timePtr(l.ExpiresAt)}
-		}
-	case TypeClientCredentials:
-		j.Type = ptr(c.Type)
-		if cl := c.Client; cl != nil {
-			j.ClientID, j.ClientSecret, j.Scope, j.Resource, j.TokenEndpoint = ptr(cl.ClientID), ptr(cl.ClientSecret), ptr(cl.Scope), ptr(cl.Resource), ptr(cl.TokenEndpoint)
-			if a := cl.Auth; a != nil {
-				j.TokenEndpointAuth = &jsonAuth{Type: ptr(a.Type), PrivateKey: ptr(a.PrivateKey), KeyID: ptr(a.KeyID)}
-			}
-		}
-	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		panic(err) // strings only: cannot fail
-	}
-	return b
-}
-
-// Encode returns the vault value holding creds, secrets included, in the
-// format Parse reads: what an onboarding tool or a test writes.
-func Encode(creds ...Credential) []byte {
-	raws := make([]json.RawMessage, 0, len(creds))
-	for _, c := range creds {
-		raws = append(raws, encode(c))
-	}
-	return encodeDoc(raws)
-}
-
-// EncodeCredential returns one credential as stored in a vault's
-// credentials array, secrets included.
-func EncodeCredential(c Credential) json.RawMessage { return encode(c) }
-
-func encodeDoc(raws []json.RawMessage) []byte {
-	if raws == nil {
-		raws = []json.RawMessage{}
-	}
-	b, err := json.Marshal(jsonDoc{Credentials: &raws})
-	if err != nil {
-		panic(err) // valid raw JSON only: cannot fail
-	}
-	return b
 }
 
 // secrets lists every secret value c holds.

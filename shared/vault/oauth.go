@@ -3,9 +3,7 @@ package vault
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"golang.org/x/sync/singleflight"
 
@@ -30,10 +27,11 @@ const (
 	// LeaseTTL is how long a refresher's lease on a credential lasts.
 	LeaseTTL = 60 * time.Second
 	// TokenBudget caps the token request inside a lease; the rest of the
-	// lease is left for the write-back.
+	// lease is left for the write-back. Within a context that has a
+	// deadline, the request gets at most two thirds of what is left.
 	TokenBudget = 30 * time.Second
-	// WriteBackTimeout bounds the write-back of a refreshed token, which
-	// runs even when the caller's context has ended.
+	// WriteBackTimeout caps the write-back of a refreshed token (or of a
+	// dead grant), which runs within the caller's context.
 	WriteBackTimeout = 10 * time.Second
 	// PendingStage labels the version a refresher writes before it moves
 	// AWSCURRENT onto it.
@@ -197,6 +195,9 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 			}
 			return Match{}, r.credErr(id, server, oauth.Errorf(oauth.KindRefused, "%s and the credential has no refresh block", why))
 		}
+		if c.Dead.holds(c.Refresh) {
+			return Match{}, r.deadErr(id, server, c.Refresh, c.Dead)
+		}
 		if l := c.Lease; l != nil && l.Holder != holder && now.Before(l.ExpiresAt) {
 			if !waited {
 				o.log.LogAttrs(ctx, slog.LevelInfo, "oauth refresh in progress elsewhere; waiting", append(r.attrs(id, server), slog.Time("lease_expires_at", l.ExpiresAt))...)
@@ -227,35 +228,47 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 }
 
 // spend sends c's refresh token, once, while holding the lease, writes the
-// result back, and only then returns the new token.
+// result back, and only then returns the new token. A refusal that ends
+// the grant is written back as c's DeadGrant; a token granted but not
+// stored is an error wrapping oauth.ErrRefused and is not used.
 func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Credential, holder string, snap *snapshot, seen []string) (Match, error) {
 	o := r.oauth
 	rf := c.Refresh
-	tctx, cancel := context.WithTimeout(ctx, TokenBudget)
+	tctx, cancel := context.WithTimeout(ctx, tokenBudget(ctx))
 	defer cancel()
 	ep := oauth.Endpoint{TokenURL: rf.TokenEndpoint, ClientID: rf.ClientID, Scope: rf.Scope, Resource: rf.Resource,
 		Auth: oauth.Auth{Method: rf.Auth.Type, ClientSecret: rf.Auth.ClientSecret}}
 	tok, terr := o.client.Refresh(tctx, ep, rf.RefreshToken)
-	// The write-back outlives the caller's context: a rotated refresh
-	// token that is not stored is lost.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), WriteBackTimeout)
+	// The write-back runs within ctx (runner.Credential: the work item's
+	// operation budget): a Secrets Manager that stalls fails this item,
+	// not the invocation.
+	wctx, wcancel := context.WithTimeout(ctx, WriteBackTimeout)
 	defer wcancel()
 	spent := rf.RefreshToken
-	if terr != nil {
-		release := func(cur Credential) Credential { cur.Lease = nil; return cur }
+	seen = union(seen, []string{tok.AccessToken, tok.RefreshToken})
+	if terr != nil && tok.RefreshToken == "" {
+		dead := deadGrant(terr, spent, o.now())
+		release := func(cur Credential) Credential { cur.Lease, cur.Dead = nil, dead; return cur }
 		if err := r.writeBack(wctx, id, server, spent, snap, release); err != nil && !errors.Is(err, errSuperseded) {
 			o.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh lease not released", append(r.attrs(id, server), slog.String("error", err.Error()))...)
+		} else if dead != nil {
+			o.log.LogAttrs(ctx, slog.LevelWarn, "oauth grant refused; recorded as dead", append(r.attrs(id, server), slog.String("oauth_error", dead.Error))...)
 		}
 		return Match{}, r.credErr(id, server, terr)
 	}
-	seen = union(seen, []string{tok.AccessToken, tok.RefreshToken})
-	var expires time.Time
-	if tok.ExpiresIn > 0 {
-		expires = o.now().Add(tok.ExpiresIn).Truncate(time.Second)
+	// A token was granted: whatever else is wrong, the rotated refresh
+	// token is stored first. Without a usable access token (terr set) the
+	// old one is kept, marked expired.
+	expires := o.now().Truncate(time.Second)
+	access := ""
+	if terr == nil {
+		access, expires = tok.AccessToken, o.now().Add(tok.ExpiresIn).Truncate(time.Second)
 	}
 	update := func(cur Credential) Credential {
-		cur.Lease = nil
-		cur.Token = tok.AccessToken
+		cur.Lease, cur.Dead = nil, nil
+		if access != "" {
+			cur.Token = access
+		}
 		cur.ExpiresAt = expires
 		rf := *cur.Refresh
 		if tok.RefreshToken != "" {
@@ -268,200 +281,29 @@ func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Cr
 	case errors.Is(err, errSuperseded):
 		o.log.LogAttrs(ctx, slog.LevelWarn, "oauth credential replaced during its refresh; the new token is used but not stored", r.attrs(id, server)...)
 	case err != nil:
-		return Match{}, fmt.Errorf("vault %s: credential for %s: the refreshed token could not be stored: %w", id, originOf(server), err)
+		o.log.LogAttrs(ctx, slog.LevelError, "oauth token granted but not stored; the refresh token sent is spent", append(r.attrs(id, server), slog.String("error", err.Error()))...)
+		return Match{}, r.credErr(id, server, oauth.Errorf(oauth.KindRefused,
+			"the token endpoint granted a new token, but it could not be stored, so it is not used and the refresh token sent is spent (%v)", err))
+	}
+	rotated := tok.RefreshToken != "" && tok.RefreshToken != spent
+	if terr != nil {
+		o.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh answer without a usable access token; the rotated refresh token is stored", append(r.attrs(id, server), slog.Bool("rotated", rotated))...)
+		return Match{}, r.credErr(id, server, terr)
 	}
 	o.log.LogAttrs(ctx, slog.LevelInfo, "oauth token refreshed", append(r.attrs(id, server),
-		slog.Bool("rotated", tok.RefreshToken != "" && tok.RefreshToken != spent), slog.Time("expires_at", expires))...)
+		slog.Bool("rotated", rotated), slog.Time("expires_at", expires))...)
 	return Match{Found: true, VaultID: id, Type: TypeMCPOAuth, ServerURL: serverURL, Token: tok.AccessToken, Secrets: seen}, nil
 }
 
-// errSuperseded: the credential no longer holds the refresh token a
-// write-back was for (someone replaced it); nothing was written.
-var errSuperseded = errors.New("vault: credential superseded")
-
-// writeBack applies apply to the credential for server, if it still holds
-// the refresh token spent, and swaps it in, reading again after each
-// conflict. snap is the version to start from.
-func (r *Resolver) writeBack(ctx context.Context, id, server, spent string, snap *snapshot, apply func(Credential) Credential) error {
-	for {
-		if snap == nil {
-			var err error
-			if snap, err = r.read(ctx, id); err != nil {
-				return err
-			}
-		}
-		i := snap.find(server)
-		if i < 0 {
-			return errSuperseded
-		}
-		cur := snap.creds[i]
-		if cur.Type != TypeMCPOAuth || cur.Refresh == nil || cur.Refresh.RefreshToken != spent {
-			return errSuperseded
-		}
-		_, err := r.swap(ctx, id, snap, i, apply(cur))
-		if !errors.Is(err, errConflict) {
-			return err
-		}
-		snap = nil
+// tokenBudget is the time a token request may take within ctx: TokenBudget,
+// and at most two thirds of what is left of ctx, so the write-back keeps
+// a third.
+func tokenBudget(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return TokenBudget
 	}
-}
-
-// swap writes snap with credential i replaced by c as a new version and
-// moves AWSCURRENT onto it from snap's version: errConflict when another
-// version became current first. It returns the version written.
-func (r *Resolver) swap(ctx context.Context, id string, snap *snapshot, i int, c Credential) (*snapshot, error) {
-	raws := slices.Clone(snap.raws)
-	raws[i] = encode(c)
-	doc := encodeDoc(raws)
-	if len(doc) > MaxSecretBytes {
-		return nil, fmt.Errorf("%w: vault %s: a refreshed credential makes it %d bytes, at most %d", ErrVaultMalformed, id, len(doc), MaxSecretBytes)
-	}
-	name := r.prefix + id
-	put, err := r.oauth.w.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
-		SecretId: aws.String(name), SecretString: aws.String(string(doc)),
-		ClientRequestToken: aws.String(randomHex(16)), VersionStages: []string{PendingStage},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("vault: write vault %s (secret %s): %w", id, name, err)
-	}
-	version := aws.ToString(put.VersionId)
-	_, err = r.oauth.w.UpdateSecretVersionStage(ctx, &secretsmanager.UpdateSecretVersionStageInput{
-		SecretId: aws.String(name), VersionStage: aws.String("AWSCURRENT"),
-		MoveToVersionId: aws.String(version), RemoveFromVersionId: aws.String(snap.version),
-	})
-	if err != nil {
-		// Refused because another version is current (the compare failed),
-		// or a lost answer to a move that happened: the current version says.
-		cur, rerr := r.read(ctx, id)
-		switch {
-		case rerr != nil:
-			return nil, fmt.Errorf("vault: swap vault %s (secret %s): %w", id, name, err)
-		case cur.version == version:
-		case cur.version != snap.version:
-			return nil, errConflict
-		default:
-			return nil, fmt.Errorf("vault: swap vault %s (secret %s): %w", id, name, err)
-		}
-	}
-	creds := slices.Clone(snap.creds)
-	creds[i] = c
-	return &snapshot{version: version, raws: raws, creds: creds}, nil
-}
-
-// clientToken returns a client-credentials token for c, from the cache
-// unless it is refused or expires within RefreshMargin.
-func (r *Resolver) clientToken(ctx context.Context, id, serverURL string, c Credential, refused string) (Match, error) {
-	o := r.oauth
-	key := cacheKey(c)
-	match := func(e ccEntry) Match {
-		return Match{Found: true, VaultID: id, Type: c.Type, ServerURL: serverURL, Token: e.token, Secrets: e.secrets}
-	}
-	if e, ok := o.cached(key, refused); ok {
-		return match(e), nil
-	}
-	v, err, _ := o.sf.Do(key, func() (any, error) {
-		if e, ok := o.cached(key, refused); ok {
-			return e, nil
-		}
-		return r.fetchClientToken(ctx, id, serverURL, c, key)
-	})
-	if err != nil {
-		return Match{}, err
-	}
-	return match(v.(ccEntry)), nil
-}
-
-func (r *Resolver) fetchClientToken(ctx context.Context, id, serverURL string, c Credential, key string) (ccEntry, error) {
-	o := r.oauth
-	server := c.ServerURL
-	cl := c.Client
-	ep := oauth.Endpoint{TokenURL: cl.TokenEndpoint, ClientID: cl.ClientID, Scope: cl.Scope, Resource: cl.Resource}
-	var methods []string
-	discovered := false
-	if ep.TokenURL == "" {
-		md, err := o.client.Discover(ctx, serverURL)
-		if err != nil {
-			return ccEntry{}, r.credErr(id, server, err)
-		}
-		ep.TokenURL, ep.Issuer, methods, discovered = md.TokenEndpoint, md.Issuer, md.AuthMethods, true
-		if ep.Scope == "" {
-			ep.Scope = md.Scope
-		}
-	}
-	ep.Auth = oauth.Auth{Method: oauth.AuthClientSecretBasic, ClientSecret: cl.ClientSecret}
-	switch {
-	case cl.Auth != nil && cl.Auth.Type == oauth.AuthPrivateKeyJWT:
-		key, err := oauth.ParsePrivateKey(cl.Auth.PrivateKey)
-		if err != nil {
-			return ccEntry{}, fmt.Errorf("%w: vault %s: private_key: %v", ErrVaultMalformed, id, err)
-		}
-		ep.Auth = oauth.Auth{Method: oauth.AuthPrivateKeyJWT, PrivateKey: key, KeyID: cl.Auth.KeyID}
-	case cl.Auth != nil:
-		ep.Auth.Method = cl.Auth.Type
-	default:
-		for _, m := range methods {
-			if m == oauth.AuthClientSecretBasic || m == oauth.AuthClientSecretPost {
-				ep.Auth.Method = m
-				break
-			}
-		}
-	}
-	tok, err := o.client.ClientCredentials(ctx, ep)
-	if err != nil {
-		return ccEntry{}, r.credErr(id, server, err)
-	}
-	e := ccEntry{token: tok.AccessToken, secrets: union(c.secrets(), []string{tok.AccessToken})}
-	if tok.ExpiresIn > 0 {
-		e.expires = o.now().Add(tok.ExpiresIn)
-		o.store(key, e)
-	}
-	o.log.LogAttrs(ctx, slog.LevelInfo, "oauth client-credentials token fetched", append(r.attrs(id, server),
-		slog.String("auth_method", ep.Auth.Method), slog.Bool("discovered", discovered), slog.Duration("expires_in", tok.ExpiresIn))...)
-	return e, nil
-}
-
-func (o *oauthState) cached(key, refused string) (ccEntry, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	e, ok := o.cache[key]
-	if !ok || e.token == refused || !o.now().Add(RefreshMargin).Before(e.expires) {
-		return ccEntry{}, false
-	}
-	return e, true
-}
-
-func (o *oauthState) store(key string, e ccEntry) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.cache) >= maxCachedTokens {
-		now := o.now()
-		for k, v := range o.cache {
-			if !now.Add(RefreshMargin).Before(v.expires) {
-				delete(o.cache, k)
-			}
-		}
-		for k := range o.cache {
-			if len(o.cache) < maxCachedTokens {
-				break
-			}
-			delete(o.cache, k)
-		}
-	}
-	o.cache[key] = e
-}
-
-// cacheKey identifies a client-credentials token: server, client, scope,
-// and everything else that shapes the request, secrets included, so a
-// token is only reused for the same credential.
-func cacheKey(c Credential) string {
-	cl := c.Client
-	parts := []string{c.ServerURL, cl.ClientID, cl.Scope, cl.Resource, cl.TokenEndpoint, cl.ClientSecret}
-	if cl.Auth != nil {
-		parts = append(parts, cl.Auth.Type, cl.Auth.PrivateKey, cl.Auth.KeyID)
-	}
-	b, _ := json.Marshal(parts)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return max(min(TokenBudget, time.Until(d)*2/3), 0)
 }
 
 func (r *Resolver) credErr(id, server string, err error) error {

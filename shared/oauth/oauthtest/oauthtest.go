@@ -88,6 +88,17 @@ type Server struct {
 	expiry   map[string]time.Time // access token → when it expires (absent: never)
 	codes    map[string]authCode  // authorization codes not yet exchanged
 	reuses   int
+	rawExp   string // SetExpiresInJSON
+}
+
+// SetExpiresInJSON makes every later token answer carry expires_in written
+// exactly as raw JSON (3599.5, 3.6e3, "3600s", -5), or none when raw is
+// "absent"; "" restores Options.ExpiresIn. Access tokens then never expire
+// here.
+func (s *Server) SetExpiresInJSON(raw string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rawExp = raw
 }
 
 // authCode is an authorization the /authorize endpoint granted.
@@ -378,7 +389,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	at := "at-" + random()
 	s.access[at] = grant
 	out := map[string]any{"access_token": at, "token_type": "Bearer"}
-	if s.Options.ExpiresIn > 0 {
+	switch {
+	case s.rawExp == "absent":
+	case s.rawExp != "":
+		out["expires_in"] = json.RawMessage(s.rawExp)
+	case s.Options.ExpiresIn > 0:
 		out["expires_in"] = int(s.Options.ExpiresIn / time.Second)
 		s.expiry[at] = time.Now().Add(s.Options.ExpiresIn)
 	}

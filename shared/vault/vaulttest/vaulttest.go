@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,6 +72,20 @@ func (s *Secrets) Writes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.writes
+}
+
+// Versions is the number of versions of name stored so far, the first
+// included.
+func (s *Secrets) Versions(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.versions {
+		if strings.HasPrefix(k, name+"\x00") {
+			n++
+		}
+	}
+	return n
 }
 
 // Value returns the current string value of name.
