@@ -352,6 +352,8 @@ func TestOutputs(t *testing.T) {
 		"CallFunctionArn":            getAtt("CallFunction", "Arn"),
 		"DiscoverQueueUrl":           ref("DiscoverQueue"),
 		"CallQueueUrl":               ref("CallQueue"),
+		"DiscoverQueueArn":           getAtt("DiscoverQueue", "Arn"),
+		"CallQueueArn":               getAtt("CallQueue", "Arn"),
 		"DiscoverDLQUrl":             ref("DiscoverDLQ"),
 		"DiscoverDLQArn":             getAtt("DiscoverDLQ", "Arn"),
 		"CallDLQUrl":                 ref("CallDLQ"),
