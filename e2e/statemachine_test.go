@@ -33,6 +33,14 @@ type execution struct {
 	Error  string          `json:"error"`
 	Cause  string          `json:"cause"`
 	Events []event         `json:"events"`
+	// Invocations are the payloads the Task states sent their functions,
+	// in order: a retry is one more.
+	Invocations []invocation `json:"invocations"`
+}
+
+type invocation struct {
+	State   string          `json:"state"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 type event struct {
@@ -311,6 +319,20 @@ func TestStateMachineShortCallTransitions(t *testing.T) {
 				}
 				if !slices.Equal(entered, []string{"CallTool"}) {
 					t.Errorf("states entered %v, want [CallTool]: one transition per short call", entered)
+				}
+				wantKey := ex.ID // Standard: the execution ARN
+				if machine == "call-express" {
+					wantKey = "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-call-express:" + execName
+				}
+				var sent struct {
+					Key string `json:"idempotency_key"`
+				}
+				if len(ex.Invocations) != 1 {
+					t.Fatalf("%d invocations, want 1", len(ex.Invocations))
+				}
+				decode(t, ex.Invocations[0].Payload, &sent)
+				if sent.Key != wantKey {
+					t.Errorf("idempotency_key %q, want %q", sent.Key, wantKey)
 				}
 				outputs = append(outputs, string(ex.Output))
 			}

@@ -7,7 +7,8 @@
 //         "context": the Context Object ($$), e.g. {"Execution": {"Id"}}}
 // stdout: {"status": "SUCCEEDED"|"FAILED", "output", "error", "cause",
 //          "events": [{"type", "state", "error", "cause", "errorEquals",
-//                      "input" (of a StateEntered event)}]}
+//                      "input" (of a StateEntered event)}],
+//          "invocations": [{"state", "payload"}] (what each function got)}
 //
 // A function error becomes a thrown Error whose name is the errorType and
 // whose message is the raw error payload, as Step Functions sets Error and
@@ -63,14 +64,19 @@ const resources = new Map();
 })(definition);
 
 const lambdaInvoke = 'arn:aws:states:::lambda:invoke';
+const invocations = [];
+function record(state, payload) {
+  invocations.push({ state, payload });
+  return payload;
+}
 const taskResourceLocalHandlers = {};
 const retryIntervalOverrides = {};
 for (const [state, url] of Object.entries(config.tasks ?? {})) {
   if (resources.get(state) === lambdaInvoke) {
     taskResourceLocalHandlers[state] = async (input) =>
-      ({ StatusCode: 200, Payload: await oneAtATime(url, () => invoke(url, input.Payload)) });
+      ({ StatusCode: 200, Payload: await oneAtATime(url, () => invoke(url, record(state, input.Payload))) });
   } else {
-    taskResourceLocalHandlers[state] = (input) => oneAtATime(url, () => invoke(url, input));
+    taskResourceLocalHandlers[state] = (input) => oneAtATime(url, () => invoke(url, record(state, input)));
   }
   retryIntervalOverrides[state] = 0;
 }
@@ -81,7 +87,7 @@ const execution = machine.run(config.input, {
   context: config.context,
 });
 
-const out = { status: 'SUCCEEDED', events: [] };
+const out = { status: 'SUCCEEDED', events: [], invocations };
 for await (const ev of execution.eventLogs) {
   out.events.push({
     type: ev.type,
