@@ -118,21 +118,20 @@ func TestStateMachineRunsALostCallOnce(t *testing.T) {
 			if _, ok := want["idempotency_key"]; !ok {
 				want["idempotency_key"] = ex.ID
 			}
-			var entered []any
-			for _, ev := range ex.Events {
-				if ev.Type == "StateEntered" && ev.State == "CallTool" {
-					var got any
-					decode(t, ev.Input, &got)
-					entered = append(entered, got)
-				}
-			}
 			var wantJSON any
 			decode(t, mustJSON(t, want), &wantJSON)
-			if len(entered) != 1 {
-				t.Fatalf("CallTool entered %d times, want once (retries stay inside the state)", len(entered))
+			if n := ex.count("StateEntered", "CallTool"); n != 1 {
+				t.Fatalf("CallTool entered %d times, want once (retries stay inside the state)", n)
 			}
-			if diff := cmp.Diff(wantJSON, entered[0]); diff != "" {
-				t.Errorf("CallTool input (-want +got):\n%s", diff)
+			if len(ex.Invocations) != 4 {
+				t.Fatalf("%d invocations, want the first attempt and 3 retries", len(ex.Invocations))
+			}
+			for i, inv := range ex.Invocations {
+				var got any
+				decode(t, inv.Payload, &got)
+				if diff := cmp.Diff(wantJSON, got); diff != "" {
+					t.Errorf("invocation %d of %s (-want +got):\n%s", i, inv.State, diff)
+				}
 			}
 
 			// The real ledger holds the first attempt's outcome under the key.

@@ -33,6 +33,14 @@ type execution struct {
 	Error  string          `json:"error"`
 	Cause  string          `json:"cause"`
 	Events []event         `json:"events"`
+	// Invocations are the payloads the Task states sent their functions,
+	// in order: a retry is one more.
+	Invocations []invocation `json:"invocations"`
+}
+
+type invocation struct {
+	State   string          `json:"state"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 type event struct {
@@ -71,8 +79,15 @@ func node(t *testing.T) string {
 // every execution its own.
 func runStateMachine(t *testing.T, name string, input any, tasks map[string]string) execution {
 	t.Helper()
+	return runStateMachineAs(t, name, rand.Text(), input, tasks)
+}
+
+// runStateMachineAs is runStateMachine for an execution named execName: two
+// runs under one name stand for one execution run twice (Express runs an
+// asynchronous execution at least once) or a caller retrying a start.
+func runStateMachineAs(t *testing.T, name, execName string, input any, tasks map[string]string) execution {
+	t.Helper()
 	nodeBin := node(t)
-	execName := rand.Text()
 	id := "arn:aws:states:us-east-1:123456789012:execution:mcpfn-" + name + ":" + execName
 	cfg := mustJSON(t, map[string]any{
 		"definition":    "../statemachine/" + name + ".asl.json",
@@ -271,5 +286,62 @@ func TestStateMachineCatchesTerminalAuthFailure(t *testing.T) {
 	}
 	if n := locked.CallCount("echo"); n != 0 {
 		t.Errorf("echo ran %d times behind a 401", n)
+	}
+}
+
+// TestStateMachineShortCallTransitions pins what a short call costs in each
+// call machine: one state entered (CallTool), the only transition Standard
+// bills, and the execution-keyed at-most-once: the same execution run again
+// replays the recorded result without calling the tool, a new execution
+// calls it again. Without tool_use_id the machine's idempotency_key is the
+// call's key.
+func TestStateMachineShortCallTransitions(t *testing.T) {
+	node(t)
+	for _, machine := range []string{"call", "call-express"} {
+		t.Run(machine, func(t *testing.T) {
+			server := mcptest.NewServer(t, mcptest.Options{Stateless: true})
+			s := newStack(t, stackOptions{allow: []string{allowOnly(t, server.URL)}})
+			input := map[string]any{"server_url": server.URL, "tool_name": "echo", "arguments": map[string]any{"text": "once"}}
+			tasks := map[string]string{"CallTool": s.call.URL()}
+			name := rand.Text()
+			var outputs []string
+			for _, execName := range []string{name, name, rand.Text()} {
+				ex := runStateMachineAs(t, machine, execName, input, tasks)
+				if ex.Status != "SUCCEEDED" {
+					t.Fatalf("execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
+				}
+				checkToolResult(t, ex.Output, "", false, "once")
+				var entered []string
+				for _, ev := range ex.Events {
+					if ev.Type == "StateEntered" {
+						entered = append(entered, ev.State)
+					}
+				}
+				if !slices.Equal(entered, []string{"CallTool"}) {
+					t.Errorf("states entered %v, want [CallTool]: one transition per short call", entered)
+				}
+				wantKey := ex.ID // Standard: the execution ARN
+				if machine == "call-express" {
+					wantKey = "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-call-express:" + execName
+				}
+				var sent struct {
+					Key string `json:"idempotency_key"`
+				}
+				if len(ex.Invocations) != 1 {
+					t.Fatalf("%d invocations, want 1", len(ex.Invocations))
+				}
+				decode(t, ex.Invocations[0].Payload, &sent)
+				if sent.Key != wantKey {
+					t.Errorf("idempotency_key %q, want %q", sent.Key, wantKey)
+				}
+				outputs = append(outputs, string(ex.Output))
+			}
+			if outputs[1] != outputs[0] {
+				t.Errorf("the rerun answered %s, want the recorded %s", outputs[1], outputs[0])
+			}
+			if n := server.CallCount("echo"); n != 2 {
+				t.Errorf("echo ran %d times for two executions (one of them run twice), want 2", n)
+			}
+		})
 	}
 }

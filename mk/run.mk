@@ -32,7 +32,7 @@ invoke-%: $(GOBIN)/aws-lambda-rie
 
 lint-template:
 	@command -v cfn-lint >/dev/null || { echo "lint-template: cfn-lint is required (pip install cfn-lint)"; exit 1; }
-	cfn-lint template.yaml
+	cfn-lint --include-checks I -- template.yaml
 	$(GO) test -count=1 ./e2e/template/
 
 lint-asl: e2e-deps

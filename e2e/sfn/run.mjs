@@ -7,11 +7,15 @@
 //         "context": the Context Object ($$), e.g. {"Execution": {"Id"}}}
 // stdout: {"status": "SUCCEEDED"|"FAILED", "output", "error", "cause",
 //          "events": [{"type", "state", "error", "cause", "errorEquals",
-//                      "input" (of a StateEntered event)}]}
+//                      "input" (of a StateEntered event)}],
+//          "invocations": [{"state", "payload"}] (what each function got)}
 //
 // A function error becomes a thrown Error whose name is the errorType and
 // whose message is the raw error payload, as Step Functions sets Error and
-// Cause for a Lambda Task. Retry waits are overridden to 0 ms.
+// Cause for a Lambda Task. A Task whose Resource is the optimized
+// arn:aws:states:::lambda:invoke integration sends its Payload and gets
+// {"StatusCode": 200, "Payload": <answer>}, as Step Functions does. Retry
+// waits are overridden to 0 ms.
 import { readFileSync } from 'node:fs';
 import { StateMachine } from 'aws-local-stepfunctions';
 
@@ -49,10 +53,31 @@ async function invoke(url, input) {
   return value;
 }
 
+// resources maps every Task state's name, nested ones included, to its Resource.
+const resources = new Map();
+(function collect(def) {
+  for (const [name, state] of Object.entries(def?.States ?? {})) {
+    if (state.Type === 'Task') resources.set(name, state.Resource);
+    collect(state.ItemProcessor ?? state.Iterator);
+    for (const branch of state.Branches ?? []) collect(branch);
+  }
+})(definition);
+
+const lambdaInvoke = 'arn:aws:states:::lambda:invoke';
+const invocations = [];
+function record(state, payload) {
+  invocations.push({ state, payload });
+  return payload;
+}
 const taskResourceLocalHandlers = {};
 const retryIntervalOverrides = {};
 for (const [state, url] of Object.entries(config.tasks ?? {})) {
-  taskResourceLocalHandlers[state] = (input) => oneAtATime(url, () => invoke(url, input));
+  if (resources.get(state) === lambdaInvoke) {
+    taskResourceLocalHandlers[state] = async (input) =>
+      ({ StatusCode: 200, Payload: await oneAtATime(url, () => invoke(url, record(state, input.Payload))) });
+  } else {
+    taskResourceLocalHandlers[state] = (input) => oneAtATime(url, () => invoke(url, record(state, input)));
+  }
   retryIntervalOverrides[state] = 0;
 }
 
@@ -62,7 +87,7 @@ const execution = machine.run(config.input, {
   context: config.context,
 });
 
-const out = { status: 'SUCCEEDED', events: [] };
+const out = { status: 'SUCCEEDED', events: [], invocations };
 for await (const ev of execution.eventLogs) {
   out.events.push({
     type: ev.type,

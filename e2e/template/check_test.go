@@ -22,12 +22,20 @@ const visibilityFactor = 6
 // terminalTypes must be caught, never retried.
 var (
 	retriedTypes  = []string{"mcp_connection_failed_error", "internal_error", "Lambda.ServiceException", "Lambda.TooManyRequestsException"}
-	terminalTypes = []string{"invalid_request_error", "mcp_egress_denied_error", "mcp_authentication_failed_error"}
+	terminalTypes = []string{"invalid_request_error", "mcp_egress_denied_error", "mcp_authentication_failed_error",
+		"Runtime.ExitError", "Lambda.Unknown"} // the last two: a configuration_error at init (docs/errors.md)
 )
 
-// taskTokenActions are the only actions granted on Resource "*": IAM has no
-// resource type for them (docs/operations.md).
-var taskTokenActions = []string{"states:SendTaskFailure", "states:SendTaskSuccess"}
+// unscopedActions are the only action sets granted on Resource "*", each in
+// a statement of its own: IAM has no resource type for them
+// (docs/operations.md).
+var (
+	taskTokenActions   = []string{"states:SendTaskFailure", "states:SendTaskSuccess"}
+	logDeliveryActions = []string{"logs:CreateLogDelivery", "logs:DeleteLogDelivery", "logs:DescribeLogGroups",
+		"logs:DescribeResourcePolicies", "logs:GetLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:UpdateLogDelivery"}
+	xrayActions     = []string{"xray:GetSamplingRules", "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	unscopedActions = [][]string{taskTokenActions, logDeliveryActions, xrayActions}
+)
 
 // check returns every violated rule of the template, each a line naming the
 // resource; root is the directory template paths are relative to.
@@ -300,7 +308,7 @@ func asSlice(v any) []any {
 
 // policies checks every inline IAM statement: no action wildcards, no
 // NotAction or NotResource, task-token actions only on Resource "*", and
-// Resource "*" only in a statement granting exactly taskTokenActions.
+// Resource "*" only in a statement granting exactly one of unscopedActions.
 func (p *problems) policies(d doc) {
 	rs, _ := d["Resources"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(rs)) {
@@ -338,9 +346,10 @@ func (p *problems) statement(res string, st map[string]any) {
 			}
 		}
 		slices.Sort(extra)
-		if !slices.Equal(actions, taskTokenActions) || len(resources) != 1 || st["Effect"] != "Allow" || len(extra) > 0 {
-			p.addf(`%s: Resource "*" only in an Allow statement of its own for exactly %v; got actions %v, resources %v, keys %v`,
-				where, taskTokenActions, actions, resources, extra)
+		unscoped := slices.ContainsFunc(unscopedActions, func(set []string) bool { return slices.Equal(actions, set) })
+		if !unscoped || len(resources) != 1 || st["Effect"] != "Allow" || len(extra) > 0 {
+			p.addf(`%s: Resource "*" only in an Allow statement of its own for exactly one of %v; got actions %v, resources %v, keys %v`,
+				where, unscopedActions, actions, resources, extra)
 		}
 	case tokenActions:
 		p.addf(`%s: %v take no resource-level scoping: grant them on Resource "*", not %v`, where, taskTokenActions, resources)

@@ -35,8 +35,8 @@ func TestSweepIsScheduled(t *testing.T) {
 		t.Fatalf("schedules %v, want SweepSchedule alone", schedules)
 	}
 	target := path(sched, "Properties", "Target")
-	if id, attr, _ := refName(path(target, "Arn")); id != "DiscoverFunction" || attr != "Arn" {
-		t.Errorf("target %v, want !GetAtt DiscoverFunction.Arn", path(target, "Arn"))
+	if id, attr, _ := refName(path(target, "Arn")); id != "DiscoverFunction.Alias" || attr != "" {
+		t.Errorf("target %v, want !Ref DiscoverFunction.Alias (the live alias)", path(target, "Arn"))
 	}
 	if id, attr, _ := refName(path(target, "RoleArn")); id != "SweepSchedulerRole" || attr != "Arn" {
 		t.Errorf("role %v, want !GetAtt SweepSchedulerRole.Arn", path(target, "RoleArn"))

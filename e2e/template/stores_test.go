@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,7 +117,7 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"DiscoverRole", "Rediscoveries", "sqs", reflect.TypeFor[schedule.QueueAPI](), nil, "DiscoverQueue"},
 		{"CallRole", "StaleRequests", "dynamodb", reflect.TypeFor[schedule.DynamoAPI](), []string{"GetItem", "UpdateItem"}, "CatalogTable"},
 		{"CallRole", "Rediscoveries", "sqs", reflect.TypeFor[schedule.QueueAPI](), []string{"SendMessage"}, "DiscoverQueue"}, // call sends one at a time
-		{"SweepSchedulerRole", "InvokeDiscover", "lambda", reflect.TypeFor[invoker](), nil, "DiscoverFunction"},
+		{"SweepSchedulerRole", "InvokeDiscover", "lambda", reflect.TypeFor[invoker](), nil, "DiscoverFunction.Alias"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.role+"/"+tt.sid, func(t *testing.T) {
@@ -128,7 +129,7 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 			for i := range tt.api.NumMethod() {
 				m := tt.api.Method(i).Name
 				if tt.only == nil || slices.Contains(tt.only, m) {
-					want = append(want, tt.service+":"+m)
+					want = append(want, tt.service+":"+iamAction(m))
 				}
 			}
 			if len(want) == 0 {
@@ -144,6 +145,7 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 				}
 			}
 			slices.Sort(want)
+			want = slices.Compact(want)
 			slices.Sort(got)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
@@ -164,6 +166,16 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// iamAction is the IAM action that authorizes an API operation: the batch
+// operations of SQS are authorized by their single forms.
+func iamAction(op string) string {
+	switch op {
+	case "SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
+		return strings.TrimSuffix(op, "Batch")
+	}
+	return op
 }
 
 // statement finds the inline policy statement with Sid sid in role,

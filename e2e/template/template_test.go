@@ -258,6 +258,11 @@ func TestCheckCatchesBrokenStateMachines(t *testing.T) {
 			want: "task T: terminal mcp_authentication_failed_error must not be retried",
 		},
 		{
+			name: "an init failure retried by States.TaskFailed",
+			def:  `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"x","End":true,"Retry":[{"ErrorEquals":["States.TaskFailed"],"MaxAttempts":3,"BackoffRate":2,"JitterStrategy":"FULL"}]}}}`,
+			want: "task T: terminal Runtime.ExitError must not be retried",
+		},
+		{
 			name: "terminal type not caught inside a Map",
 			def:  `{"StartAt":"M","States":{"M":{"Type":"Map","End":true,"ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"x","End":true}}}}}}`,
 			want: "task T: terminal invalid_request_error is not caught",
