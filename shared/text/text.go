@@ -1,11 +1,14 @@
 // Package text holds the string helpers every package shares: Truncate,
-// which bounds a string in bytes, and Redact with its marker Redacted. It
+// which bounds a string in bytes; Redact with its marker Redacted; and
+// Origin, which decides what of a URL may be shown. It
 // imports nothing from this module, so any package may use it.
 package text
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -83,13 +86,39 @@ func Redact(s string, secrets ...string) string {
 	return b.String()
 }
 
-// Origin is raw's scheme://host[:port], lower-cased, without user info,
-// path, query or fragment: what a message may say of a hostile URL. It
-// is "" when raw does not parse or has no host.
+// Origin is what a message, a log line or a hint may say of a hostile
+// URL: raw's scheme://host[:port], lower-cased, without user info, path,
+// query or fragment. It is "" when raw does not parse or has no scheme or
+// no host (https:///key/mcp, an opaque mailto:x), so nothing else of raw
+// can leave. See [OriginOf].
 func Origin(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	if err != nil {
 		return ""
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+	return OriginOf(u)
+}
+
+// maxOrigin bounds what OriginOf returns, in bytes.
+const maxOrigin = 300
+
+// OriginOf is [Origin] of a parsed URL; "" for nil. A rune of the host
+// that is not printable (a control or format character such as U+202E)
+// is written as a \u escape, and the result is at most 300 bytes.
+func OriginOf(u *url.URL) string {
+	if u == nil || u.Scheme == "" || u.Opaque != "" || u.Hostname() == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToLower(u.Scheme))
+	b.WriteString("://")
+	for _, r := range strings.ToLower(u.Host) {
+		if unicode.IsPrint(r) && r != ' ' {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r) // 'x' with x an escape
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return Truncate(b.String(), maxOrigin)
 }
