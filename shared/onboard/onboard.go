@@ -81,11 +81,14 @@ func New(o Options) (*Flow, error) {
 			f.noteRequest(args.URL)
 			return o.Fetch(ctx, args)
 		},
-		NewTokenSource: func(ctx context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
+		// The exchange's answer, as is: a source that refreshes would spend
+		// the grant's refresh token whenever the token lives under
+		// oauth2's 10 s margin, and Grant would hand out the spent one.
+		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
 			f.mu.Lock()
 			f.cfg, f.token = c, t
 			f.mu.Unlock()
-			return c.TokenSource(ctx, t), nil
+			return oauth2.StaticTokenSource(t), nil
 		},
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
@@ -166,8 +169,10 @@ type Grant struct {
 	Resource      string
 }
 
-// Grant returns the grant of the last successful authorization; the
-// error wraps ErrNoGrant before one.
+// Grant returns the grant of the last successful authorization, exactly
+// as its code exchange answered: the flow never refreshes, so the refresh
+// token is unspent whatever the token's lifetime. The error wraps
+// ErrNoGrant before one.
 func (f *Flow) Grant() (Grant, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
