@@ -108,7 +108,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		open = openBrowser
 	}
 	if err := onboardServer(ctx, o, store, open, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "mcpfn-auth: %v\n", err)
+		// Origins only: the server URL's path may hold a key, and the
+		// server's challenge and metadata URLs are hostile text.
+		fmt.Fprintf(stderr, "mcpfn-auth: %s\n", text.OriginsOnly(err.Error()))
 		return exitFail
 	}
 	return exitOK

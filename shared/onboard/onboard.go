@@ -121,7 +121,8 @@ func New(o Options) (*Flow, error) {
 
 // Handler is the flow as an OAuthHandler for mcp.Config.OAuth. A failed
 // Authorize wraps the guard refusal its requests met, if any, which go-sdk
-// reports as text only.
+// reports as text only; its message names every URL by its origin only
+// (go-sdk quotes the URLs of the documents it read).
 func (f *Flow) Handler() auth.OAuthHandler { return handler{f} }
 
 type handler struct{ f *Flow }
@@ -133,12 +134,24 @@ func (h handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 func (h handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	h.f.rec.Reset()
 	err := h.f.h.Authorize(ctx, req, resp)
-	var d *guard.DeniedError
-	if denied := h.f.rec.Denied(); err != nil && denied != nil && !errors.As(err, &d) {
-		return fmt.Errorf("%w (%w)", err, denied)
+	if err == nil {
+		return nil
 	}
-	return err
+	var d *guard.DeniedError
+	if denied := h.f.rec.Denied(); denied != nil && !errors.As(err, &d) {
+		err = fmt.Errorf("%w (%w)", err, denied)
+	}
+	return &shownError{msg: text.OriginsOnly(err.Error()), err: err}
 }
+
+// shownError is err with a message that names URLs by their origin only.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
 
 // noteRequest keeps the resource indicator and scope of an authorization
 // request, which the grant's refresh needs.

@@ -1,11 +1,13 @@
 // Package text holds the string helpers every package shares: Truncate,
 // which bounds a string in bytes; Redact with its marker Redacted; and
-// Origin, which decides what of a URL may be shown. It
+// Origin, which decides what of a URL may be shown, with OriginsOnly for
+// free text. It
 // imports nothing from this module, so any package may use it.
 package text
 
 import (
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -121,4 +123,21 @@ func OriginOf(u *url.URL) string {
 		b.WriteString(q[1 : len(q)-1])
 	}
 	return Truncate(b.String(), maxOrigin)
+}
+
+// urlInText matches what looks like an absolute URL in free text: a
+// scheme, "://", and what follows up to white space, a quote or an angle
+// bracket.
+var urlInText = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\s\"'`<>]*")
+
+// OriginsOnly returns s with every absolute URL in it replaced by its
+// [Origin], or by [Redacted] when it has none (https:///key/mcp): for text
+// a library wrote about URLs a hostile document supplied.
+func OriginsOnly(s string) string {
+	return urlInText.ReplaceAllStringFunc(s, func(raw string) string {
+		if o := Origin(raw); o != "" {
+			return o
+		}
+		return Redacted
+	})
 }

@@ -171,3 +171,23 @@ func TestOriginOfLongHost(t *testing.T) {
 		t.Errorf("OriginOf(nil) = %q", got)
 	}
 }
+
+func TestOriginsOnly(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"quoted", `got metadata resource "https://evil.example/sk-CANARY", want "https://mcp.example.com/mcp?key=sk-CANARY"`,
+			`got metadata resource "https://evil.example", want "https://mcp.example.com"`},
+		{"no host", `Get "https:///sk-CANARY/.well-known/x": http: no Host in request URL`, `Get "[redacted]": http: no Host in request URL`},
+		{"bare, then words", "authorization server at https://as.example/sk-CANARY does not implement PKCE",
+			"authorization server at https://as.example does not implement PKCE"},
+		{"userinfo", "see http://u:sk-CANARY@as.example:8443/p.", "see http://as.example:8443"},
+		{"IPv6", "dial https://[::1]:9/sk-CANARY", "dial https://[::1]:9"},
+		{"two", "a https://a.example/sk-CANARY b https://b.example/?sk-CANARY", "a https://a.example b https://b.example"},
+		{"no URL", "nothing here: sk-CANARY", "nothing here: sk-CANARY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := text.OriginsOnly(tc.in); got != tc.want {
+				t.Errorf("OriginsOnly(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
