@@ -132,12 +132,15 @@ var urlInText = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\s\"'`<>]*")
 
 // OriginsOnly returns s with every absolute URL in it replaced by its
 // [Origin], or by [Redacted] when it has none (https:///key/mcp): for text
-// a library wrote about URLs a hostile document supplied.
+// a library wrote about URLs a hostile document supplied. Punctuation that
+// ends a URL, as in "(see https://a.example/x).", stays after its origin.
 func OriginsOnly(s string) string {
-	return urlInText.ReplaceAllStringFunc(s, func(raw string) string {
+	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
+		raw := strings.TrimRight(m, ".,;:!?)]}")
+		tail := m[len(raw):]
 		if o := Origin(raw); o != "" {
-			return o
+			return o + tail
 		}
-		return Redacted
+		return Redacted + tail
 	})
 }
