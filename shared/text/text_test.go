@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpfn/mcpfn/shared/text"
@@ -192,4 +193,25 @@ func TestOriginsOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzOrigin: whatever raw is, Origin is "" or scheme://host[:port] in
+// printable text, with nothing of a path, query, fragment or user info.
+func FuzzOrigin(f *testing.F) {
+	for _, seed := range []string{"https://u:p@a.example:8/p?q#f", "https:///k/mcp", "https:k", "//a/b", "https://[::1%25x]/p", "https://a\u202e/p", "x://y@"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := text.Origin(raw)
+		if got == "" {
+			return
+		}
+		scheme, rest, ok := strings.Cut(got, "://")
+		if !ok || scheme == "" || rest == "" || strings.ContainsAny(rest, "/?#@") {
+			t.Fatalf("Origin(%q) = %q, not scheme://host[:port]", raw, got)
+		}
+		if i := strings.IndexFunc(got, func(r rune) bool { return !unicode.IsPrint(r) || r == ' ' }); i >= 0 {
+			t.Fatalf("Origin(%q) = %q has an unprintable rune", raw, got)
+		}
+	})
 }
