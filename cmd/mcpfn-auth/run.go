@@ -160,8 +160,12 @@ func onboardServer(ctx context.Context, o options, store vaultStore, open func(s
 		return err
 	}
 	if left := time.Until(g.ExpiresAt); !g.ExpiresAt.IsZero() && left < shortLifetime {
-		fmt.Fprintf(warn, "mcpfn-auth: warning: the authorization server granted an access token that lives %s (under %s); it is written as granted, %s\n",
-			left.Round(time.Second), shortLifetime, shortNote(g))
+		life := "lives " + left.Round(time.Second).String()
+		if left <= 0 {
+			life = "expired " + (-left).Round(time.Second).String() + " before it arrived"
+		}
+		fmt.Fprintf(warn, "mcpfn-auth: warning: the access token granted %s, under %s; it is written as granted, %s\n",
+			life, shortLifetime, shortNote(g))
 	}
 	fmt.Fprintf(out, "authorized: %d tools listed; the mcp_oauth credential for %s is in vault %s (%s)\n",
 		len(listing.Tools), text.Origin(o.serverURL), o.vaultID, refreshNote(g))
