@@ -107,16 +107,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if !o.noBrowser {
 		open = openBrowser
 	}
-	if err := onboardServer(ctx, o, store, open, stdout); err != nil {
-		fmt.Fprintf(stderr, "mcpfn-auth: %v\n", err)
+	if err := onboardServer(ctx, o, store, open, stdout, stderr); err != nil {
+		// Origins only: the server URL's path may hold a key, and the
+		// server's challenge and metadata URLs are hostile text.
+		fmt.Fprintf(stderr, "mcpfn-auth: %s\n", text.OriginsOnly(err.Error()))
 		return exitFail
 	}
 	return exitOK
 }
 
 // onboardServer runs the flow, checks the token with a listing, and
-// writes the credential.
-func onboardServer(ctx context.Context, o options, store vaultStore, open func(string) error, out io.Writer) error {
+// writes the credential exactly as granted, warning on warn when its
+// access token lives under a minute.
+func onboardServer(ctx context.Context, o options, store vaultStore, open func(string) error, out, warn io.Writer) error {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.port))
 	if err != nil {
 		return fmt.Errorf("redirect listener: %w", err)
@@ -156,9 +159,27 @@ func onboardServer(ctx context.Context, o options, store vaultStore, open func(s
 	if err := writeCredential(ctx, store, o.vaultID, o.serverURL, g); err != nil {
 		return err
 	}
+	if left := time.Until(g.ExpiresAt); !g.ExpiresAt.IsZero() && left < shortLifetime {
+		life := "lives " + left.Round(time.Second).String()
+		if left <= 0 {
+			life = "expired " + (-left).Round(time.Second).String() + " before it arrived"
+		}
+		fmt.Fprintf(warn, "mcpfn-auth: warning: the access token granted %s, under %s; it is written as granted, %s\n",
+			life, shortLifetime, shortNote(g))
+	}
 	fmt.Fprintf(out, "authorized: %d tools listed; the mcp_oauth credential for %s is in vault %s (%s)\n",
 		len(listing.Tools), text.Origin(o.serverURL), o.vaultID, refreshNote(g))
 	return nil
+}
+
+// shortLifetime is the access-token lifetime below which the command warns.
+const shortLifetime = time.Minute
+
+func shortNote(g onboard.Grant) string {
+	if g.RefreshToken == "" {
+		return "and without a refresh token the credential stops working then"
+	}
+	return "and the functions refresh it at its first use"
 }
 
 func refreshNote(g onboard.Grant) string {

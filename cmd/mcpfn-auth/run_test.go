@@ -76,7 +76,7 @@ func TestOnboardWritesTheCredential(t *testing.T) {
 	o := options{vaultID: "v1", serverURL: f.res.URL}
 	var out bytes.Buffer
 	for round := range 2 { // the second onboarding replaces the first's credential
-		if err := onboardServer(ctx, o, fileStore{path: path}, browser, &out); err != nil {
+		if err := onboardServer(ctx, o, fileStore{path: path}, browser, &out, &out); err != nil {
 			t.Fatalf("round %d: %v\n%s", round, err, out.String())
 		}
 	}
@@ -125,7 +125,7 @@ func TestOnboardRefusesWhatTheGuardDenies(t *testing.T) {
 	guard.SetDefault(p)
 	t.Cleanup(func() { guard.SetDefault(old) })
 	path := filepath.Join(t.TempDir(), "vault.json")
-	err := onboardServer(t.Context(), options{vaultID: "v1", serverURL: f.res.URL}, fileStore{path: path}, browser, &bytes.Buffer{})
+	err := onboardServer(t.Context(), options{vaultID: "v1", serverURL: f.res.URL}, fileStore{path: path}, browser, &bytes.Buffer{}, &bytes.Buffer{})
 	if !errors.Is(err, guard.ErrDenied) {
 		t.Fatalf("err %v, want guard.ErrDenied", err)
 	}

@@ -6,12 +6,16 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
+
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // CheckURL parses raw as an MCP server URL and refuses, with an error
 // wrapping [ErrBadURL], any scheme but https (and http when allowHTTP),
-// userinfo, a missing host, or a port outside 1-65535. Errors never echo
-// userinfo or the query.
+// userinfo, a missing host, or a port outside 1-65535. An error names at
+// most raw's origin ([text.Origin]): never its userinfo, path, query or
+// fragment, also when raw has no host.
 func CheckURL(raw string, allowHTTP bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -19,28 +23,31 @@ func CheckURL(raw string, allowHTTP bool) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+		// The parser quotes what it refused ("invalid port \":s3cret\" after
+		// host" for https://user:s3cret/mcp): keep only its words.
+		msg, _, _ := strings.Cut(err.Error(), `"`)
+		return nil, fmt.Errorf("%w: %s", ErrBadURL, strings.TrimSpace(msg))
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !allowHTTP {
-			return nil, fmt.Errorf("%w: %s: plain http needs an egress allow entry; use https", ErrBadURL, redact(u))
+			return nil, fmt.Errorf("%w: %splain http needs an egress allow entry; use https", ErrBadURL, shown(u))
 		}
 	case "":
-		return nil, fmt.Errorf("%w: %s: missing scheme, want https://", ErrBadURL, redact(u))
+		return nil, fmt.Errorf("%w: missing scheme, want https://", ErrBadURL)
 	default:
 		return nil, fmt.Errorf("%w: scheme %q not allowed, want https", ErrBadURL, u.Scheme)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%w: %s: userinfo not allowed; put credentials in the vault", ErrBadURL, redact(u))
+		return nil, fmt.Errorf("%w: %suserinfo not allowed; put credentials in the vault", ErrBadURL, shown(u))
 	}
 	if u.Opaque != "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("%w: %s: missing host", ErrBadURL, redact(u))
+		return nil, fmt.Errorf("%w: missing host, want https://host/…", ErrBadURL)
 	}
 	if ps := u.Port(); ps != "" {
 		if n, err := strconv.ParseUint(ps, 10, 16); err != nil || n == 0 {
-			return nil, fmt.Errorf("%w: %s: port %q is not in 1-65535", ErrBadURL, redact(u), ps)
+			return nil, fmt.Errorf("%w: %sport %q is not in 1-65535", ErrBadURL, shown(u), ps)
 		}
 	}
 	return u, nil
@@ -76,7 +83,17 @@ func (p *Policy) CheckURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// redact renders u as scheme://host/path, without userinfo, query or fragment.
+// shown is what a refusal says of u: its origin and ": ", or "" when u
+// has none.
+func shown(u *url.URL) string {
+	if o := text.OriginOf(u); o != "" {
+		return o + ": "
+	}
+	return ""
+}
+
+// redact renders u as scheme://host/path, without userinfo, query or
+// fragment, for a redirect's message.
 func redact(u *url.URL) string {
 	if u == nil {
 		return ""

@@ -68,6 +68,16 @@ func TestCheckURLNeverEchoesSecrets(t *testing.T) {
 		"https://alice:s3cret@mcp.example.com/mcp?token=s3cret",
 		"https://:443/mcp?token=s3cret",
 		"https://mcp.example.com:0/mcp?token=s3cret",
+		"https:///s3cret/mcp",                  // no host: the path is all there is
+		"https://:443/s3cret/mcp",              // a port and no host
+		"https:s3cret/mcp",                     // opaque
+		"mcp.example.com/s3cret",               // no scheme: all of it parses as a path
+		"//mcp.example.com/s3cret",             // scheme-relative
+		"http://mcp.example.com/s3cret",        // plain http
+		"https://alice@mcp.example.com/s3cret", // userinfo, and a key in the path
+		"https://mcp.example.com:0/s3cret",     // bad port, and a key in the path
+		"https://alice:s3cret/mcp",             // userinfo without @ parses as a port
+		"https://mcp.example.com/s3cret/%zz",   // bad escape after the key
 	} {
 		_, err := guard.CheckURL(raw, false)
 		if err == nil {

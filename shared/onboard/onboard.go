@@ -81,11 +81,14 @@ func New(o Options) (*Flow, error) {
 			f.noteRequest(args.URL)
 			return o.Fetch(ctx, args)
 		},
-		NewTokenSource: func(ctx context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
+		// The exchange's answer, as is: a source that refreshes would spend
+		// the grant's refresh token whenever the token lives under
+		// oauth2's 10 s margin, and Grant would hand out the spent one.
+		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
 			f.mu.Lock()
 			f.cfg, f.token = c, t
 			f.mu.Unlock()
-			return c.TokenSource(ctx, t), nil
+			return oauth2.StaticTokenSource(t), nil
 		},
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
@@ -118,7 +121,8 @@ func New(o Options) (*Flow, error) {
 
 // Handler is the flow as an OAuthHandler for mcp.Config.OAuth. A failed
 // Authorize wraps the guard refusal its requests met, if any, which go-sdk
-// reports as text only.
+// reports as text only; its message names every URL by its origin only
+// (go-sdk quotes the URLs of the documents it read).
 func (f *Flow) Handler() auth.OAuthHandler { return handler{f} }
 
 type handler struct{ f *Flow }
@@ -130,12 +134,24 @@ func (h handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 func (h handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	h.f.rec.Reset()
 	err := h.f.h.Authorize(ctx, req, resp)
-	var d *guard.DeniedError
-	if denied := h.f.rec.Denied(); err != nil && denied != nil && !errors.As(err, &d) {
-		return fmt.Errorf("%w (%w)", err, denied)
+	if err == nil {
+		return nil
 	}
-	return err
+	var d *guard.DeniedError
+	if denied := h.f.rec.Denied(); denied != nil && !errors.As(err, &d) {
+		err = fmt.Errorf("%w (%w)", err, denied)
+	}
+	return &shownError{msg: text.OriginsOnly(err.Error()), err: err}
 }
+
+// shownError is err with a message that names URLs by their origin only.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
 
 // noteRequest keeps the resource indicator and scope of an authorization
 // request, which the grant's refresh needs.
@@ -166,8 +182,10 @@ type Grant struct {
 	Resource      string
 }
 
-// Grant returns the grant of the last successful authorization; the
-// error wraps ErrNoGrant before one.
+// Grant returns the grant of the last successful authorization, exactly
+// as its code exchange answered: the flow never refreshes, so the refresh
+// token is unspent whatever the token's lifetime. The error wraps
+// ErrNoGrant before one.
 func (f *Flow) Grant() (Grant, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,11 +1,16 @@
 // Package text holds the string helpers every package shares: Truncate,
-// which bounds a string in bytes, and Redact with its marker Redacted. It
+// which bounds a string in bytes; Redact with its marker Redacted; and
+// Origin, which decides what of a URL may be shown, with OriginsOnly for
+// free text. It
 // imports nothing from this module, so any package may use it.
 package text
 
 import (
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -83,13 +88,59 @@ func Redact(s string, secrets ...string) string {
 	return b.String()
 }
 
-// Origin is raw's scheme://host[:port], lower-cased, without user info,
-// path, query or fragment: what a message may say of a hostile URL. It
-// is "" when raw does not parse or has no host.
+// Origin is what a message, a log line or a hint may say of a hostile
+// URL: raw's scheme://host[:port], lower-cased, without user info, path,
+// query or fragment. It is "" when raw does not parse or has no scheme or
+// no host (https:///key/mcp, an opaque mailto:x), so nothing else of raw
+// can leave. See [OriginOf].
 func Origin(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	if err != nil {
 		return ""
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+	return OriginOf(u)
+}
+
+// maxOrigin bounds what OriginOf returns, in bytes.
+const maxOrigin = 300
+
+// OriginOf is [Origin] of a parsed URL; "" for nil. A rune of the host
+// that is not printable (a control or format character such as U+202E)
+// is written as a \u escape, and the result is at most 300 bytes.
+func OriginOf(u *url.URL) string {
+	if u == nil || u.Scheme == "" || u.Opaque != "" || u.Hostname() == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToLower(u.Scheme))
+	b.WriteString("://")
+	for _, r := range strings.ToLower(u.Host) {
+		if unicode.IsPrint(r) && r != ' ' {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r) // 'x' with x an escape
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return Truncate(b.String(), maxOrigin)
+}
+
+// urlInText matches what looks like an absolute URL in free text: a
+// scheme, "://", and what follows up to white space, a quote or an angle
+// bracket.
+var urlInText = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\s\"'`<>]*")
+
+// OriginsOnly returns s with every absolute URL in it replaced by its
+// [Origin], or by [Redacted] when it has none (https:///key/mcp): for text
+// a library wrote about URLs a hostile document supplied. Punctuation that
+// ends a URL, as in "(see https://a.example/x).", stays after its origin.
+func OriginsOnly(s string) string {
+	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
+		raw := strings.TrimRight(m, ".,;:!?)]}")
+		tail := m[len(raw):]
+		if o := Origin(raw); o != "" {
+			return o + tail
+		}
+		return Redacted + tail
+	})
 }

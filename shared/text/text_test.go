@@ -1,8 +1,10 @@
 package text_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpfn/mcpfn/shared/text"
@@ -124,15 +126,92 @@ func FuzzRedact(f *testing.F) {
 }
 
 func TestOrigin(t *testing.T) {
-	tests := map[string]string{
-		"https://User:pw@MCP.Example.com:8443/p/a?q=s#f": "https://mcp.example.com:8443",
-		"http://127.0.0.1:9/mcp":                         "http://127.0.0.1:9",
-		"/relative":                                      "",
-		"%zz":                                            "",
+	for _, tc := range []struct {
+		name, raw, want string
+	}{
+		{"full", "https://User:pw@MCP.Example.com:8443/p/a?q=s#f", "https://mcp.example.com:8443"},
+		{"loopback with port", "http://127.0.0.1:9/mcp", "http://127.0.0.1:9"},
+		{"no host, key in path", "https:///sk-CANARY/mcp", ""},
+		{"port but no host", "https://:443/sk-CANARY", ""},
+		{"userinfo only", "https://sk-CANARY@/mcp", ""},
+		{"userinfo kept out", "https://sk-CANARY:x@mcp.example.com/", "https://mcp.example.com"},
+		{"query kept out", "https://mcp.example.com?key=sk-CANARY", "https://mcp.example.com"},
+		{"fragment kept out", "https://mcp.example.com/#sk-CANARY", "https://mcp.example.com"},
+		{"IPv6 with port", "https://[2001:DB8::1]:8443/sk-CANARY", "https://[2001:db8::1]:8443"},
+		{"IPv6 with zone", "https://[fe80::1%25eth0]/sk-CANARY", "https://[fe80::1%eth0]"},
+		{"opaque", "https:sk-CANARY/mcp", ""},
+		{"opaque mailto", "mailto:sk-CANARY@example.com", ""},
+		{"no scheme", "mcp.example.com/sk-CANARY", ""},
+		{"scheme-relative", "//mcp.example.com/sk-CANARY", ""},
+		{"relative", "/sk-CANARY", ""},
+		{"bad escape", "https://mcp.example.com/%zz/sk-CANARY", ""},
+		{"control character in path", "https://mcp.example.com/sk-CANARY\x7f", ""},
+		{"control character in host", "https://mcp\x00.example.com/sk-CANARY", ""},
+		{"format character in host", "https://mcp.example.com\u202e/sk-CANARY", `https://mcp.example.com\u202e`},
+		{"IDN host", "https://Bücher.example/sk-CANARY", "https://bücher.example"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := text.Origin(tc.raw)
+			if got != tc.want {
+				t.Errorf("Origin(%q) = %q, want %q", tc.raw, got, tc.want)
+			}
+			if strings.Contains(got, "CANARY") {
+				t.Errorf("Origin(%q) = %q shows more than the origin", tc.raw, got)
+			}
+		})
 	}
-	for raw, want := range tests {
-		if got := text.Origin(raw); got != want {
-			t.Errorf("Origin(%q) = %q, want %q", raw, got, want)
+}
+
+func TestOriginOfLongHost(t *testing.T) {
+	u := &url.URL{Scheme: "https", Host: strings.Repeat("a", 1000) + ".example"}
+	if got := text.OriginOf(u); len(got) > 300 || !strings.HasPrefix(got, "https://aaa") {
+		t.Errorf("OriginOf(long host) = %d bytes %.20q…, want at most 300", len(got), got)
+	}
+	if got := text.OriginOf(nil); got != "" {
+		t.Errorf("OriginOf(nil) = %q", got)
+	}
+}
+
+func TestOriginsOnly(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"quoted", `got metadata resource "https://evil.example/sk-CANARY", want "https://mcp.example.com/mcp?key=sk-CANARY"`,
+			`got metadata resource "https://evil.example", want "https://mcp.example.com"`},
+		{"no host", `Get "https:///sk-CANARY/.well-known/x": http: no Host in request URL`, `Get "[redacted]": http: no Host in request URL`},
+		{"bare, then words", "authorization server at https://as.example/sk-CANARY does not implement PKCE",
+			"authorization server at https://as.example does not implement PKCE"},
+		{"userinfo", "see http://u:sk-CANARY@as.example:8443/p.", "see http://as.example:8443."},
+		{"in parentheses", "(at https://as.example) and (at https://as.example/sk-CANARY).", "(at https://as.example) and (at https://as.example)."},
+		{"host-less in parentheses", "(https:///sk-CANARY)", "([redacted])"},
+		{"IPv6", "dial https://[::1]:9/sk-CANARY", "dial https://[::1]:9"},
+		{"two", "a https://a.example/sk-CANARY b https://b.example/?sk-CANARY", "a https://a.example b https://b.example"},
+		{"no URL", "nothing here: sk-CANARY", "nothing here: sk-CANARY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := text.OriginsOnly(tc.in); got != tc.want {
+				t.Errorf("OriginsOnly(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzOrigin: whatever raw is, Origin is "" or scheme://host[:port] in
+// printable text, with nothing of a path, query, fragment or user info.
+func FuzzOrigin(f *testing.F) {
+	for _, seed := range []string{"https://u:p@a.example:8/p?q#f", "https:///k/mcp", "https:k", "//a/b", "https://[::1%25x]/p", "https://a\u202e/p", "x://y@"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := text.Origin(raw)
+		if got == "" {
+			return
 		}
-	}
+		scheme, rest, ok := strings.Cut(got, "://")
+		if !ok || scheme == "" || rest == "" || strings.ContainsAny(rest, "/?#@") {
+			t.Fatalf("Origin(%q) = %q, not scheme://host[:port]", raw, got)
+		}
+		if i := strings.IndexFunc(got, func(r rune) bool { return !unicode.IsPrint(r) || r == ' ' }); i >= 0 {
+			t.Fatalf("Origin(%q) = %q has an unprintable rune", raw, got)
+		}
+	})
 }

@@ -40,7 +40,7 @@ func TestLookupOverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := static(vault.Match{Found: true, VaultID: "personal", Token: "tok-personal",
-		Hints: []string{"vault team has a credential for the same origin but path /other"}}, server)
+		Hints: []string{"vault team has a credential for the same origin but a different path"}}, server)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Lookup (-want +got):\n%s", diff)
 	}

@@ -132,7 +132,7 @@ func (r *Resolver) Lookup(ctx context.Context, vaultIDs []string, serverURL stri
 			switch {
 			case origin != wantOrigin:
 			case path != wantPath:
-				hints = append(hints, fmt.Sprintf("vault %s has a credential for the same origin but path %s", id, path))
+				hints = append(hints, fmt.Sprintf("vault %s has a credential for the same origin but a different path", id)) // a path may carry a key
 			case query != wantQuery:
 				hints = append(hints, fmt.Sprintf("vault %s has a credential for the same origin and path but a different query", id))
 			}

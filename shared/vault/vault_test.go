@@ -95,8 +95,8 @@ func TestLookup(t *testing.T) {
 			vaults: []string{"empty", "near", "http"},
 			server: server,
 			want: vault.Match{Hints: []string{
-				"vault near has a credential for the same origin but path /mcp/",
-				"vault near has a credential for the same origin but path /v2/mcp",
+				"vault near has a credential for the same origin but a different path", // not the path: it may carry a key
+				"vault near has a credential for the same origin but a different path",
 			}}, // http://… is another origin: no hint
 			wantAsked: []string{"mcpfn/empty", "mcpfn/near", "mcpfn/http"},
 		},
@@ -105,8 +105,8 @@ func TestLookup(t *testing.T) {
 			vaults: []string{"near", "personal"},
 			server: server,
 			want: vault.Match{Found: true, VaultID: "personal", Token: "tok-personal", Hints: []string{
-				"vault near has a credential for the same origin but path /mcp/",
-				"vault near has a credential for the same origin but path /v2/mcp",
+				"vault near has a credential for the same origin but a different path", // not the path: it may carry a key
+				"vault near has a credential for the same origin but a different path",
 			}},
 			wantAsked: []string{"mcpfn/near", "mcpfn/personal"},
 		},

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
@@ -42,5 +43,30 @@ func TestCheckServerURL(t *testing.T) {
 				t.Errorf("URL = %s, want %s", u, tt.raw)
 			}
 		})
+	}
+}
+
+// TestCheckServerURLShowsOnlyTheOrigin: a refused server URL leaves the
+// error, message and cause alike, as its origin at most.
+func TestCheckServerURLShowsOnlyTheOrigin(t *testing.T) {
+	const canary = "sk-CANARY-5e1d"
+	for _, raw := range []string{
+		"https:///" + canary + "/mcp",
+		"https://:443/" + canary,
+		"https:" + canary,
+		"mcp.example.com/" + canary,
+		"http://mcp.example.com/" + canary,
+		"https://u@mcp.example.com/" + canary,
+		"https://mcp.example.com:0/" + canary,
+		"https://127.0.0.1/" + canary,
+		"https://mcp.example.com/" + canary + "/%zz",
+	} {
+		_, err := CheckServerURL(raw, nil)
+		if err == nil {
+			t.Fatalf("CheckServerURL(%q) accepted", raw)
+		}
+		if strings.Contains(err.Error(), canary) {
+			t.Errorf("CheckServerURL(%q) = %q, shows the path", raw, err)
+		}
 	}
 }
