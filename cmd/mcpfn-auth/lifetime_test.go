@@ -32,10 +32,10 @@ func TestOnboardWritesTheGrantedToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			as := oauthtest.NewServer(t, oauthtest.Options{})
-			front := oauthtest.NewFront(t, as, tc.expiresIn)
+			as.SetExpiresInJSON(tc.expiresIn)
 			h, _ := mcptest.NewHandler(mcptest.Options{})
-			res := oauthtest.NewResource(t, as, oauthtest.ResourceOptions{Handler: h, Scope: "tools", AuthorizationServers: []string{front.Issuer}})
-			p, err := guard.NewPolicy(as.AllowEntry(), front.AllowEntry(), res.AllowEntry())
+			res := oauthtest.NewResource(t, as, oauthtest.ResourceOptions{Handler: h, Scope: "tools"})
+			p, err := guard.NewPolicy(as.AllowEntry(), res.AllowEntry())
 			if err != nil {
 				t.Fatal(err)
 			}

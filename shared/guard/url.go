@@ -1,12 +1,10 @@
 package guard
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/mcpfn/mcpfn/shared/text"
 )
@@ -19,14 +17,7 @@ import (
 func CheckURL(raw string, allowHTTP bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		// The parser quotes what it refused ("invalid port \":s3cret\" after
-		// host" for https://user:s3cret/mcp): keep only its words.
-		msg, _, _ := strings.Cut(err.Error(), `"`)
-		return nil, fmt.Errorf("%w: %s", ErrBadURL, strings.TrimSpace(msg))
+		return nil, fmt.Errorf("%w: %s", ErrBadURL, text.ParseError(err))
 	}
 	switch u.Scheme {
 	case "https":

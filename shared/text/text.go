@@ -6,6 +6,7 @@
 package text
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -143,4 +144,16 @@ func OriginsOnly(s string) string {
 		}
 		return Redacted + tail
 	})
+}
+
+// ParseError is what a message may say of url.Parse's error: its words
+// only. The parser quotes what it refused ("invalid port \":s3cret\" after
+// host" for https://user:s3cret/mcp), and the quoted part may be a secret.
+func ParseError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg, _, _ := strings.Cut(err.Error(), `"`)
+	return strings.TrimSpace(msg)
 }

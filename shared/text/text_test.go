@@ -215,3 +215,20 @@ func FuzzOrigin(f *testing.F) {
 		}
 	})
 }
+
+func TestParseErrorKeepsWordsOnly(t *testing.T) {
+	for _, raw := range []string{
+		"https://user:s3cret/mcp", // invalid port ":s3cret" after host
+		"https://h/%zs3cret",      // invalid URL escape "%zs"
+		"https://[s3cret/mcp",     // missing ']' in host
+	} {
+		_, err := url.Parse(raw)
+		if err == nil {
+			t.Fatalf("url.Parse(%q) succeeded", raw)
+		}
+		got := text.ParseError(err)
+		if got == "" || strings.Contains(got, "s3cret") || strings.Contains(got, "%zs") {
+			t.Errorf("ParseError(%q) = %q; want the parser's words only", raw, got)
+		}
+	}
+}

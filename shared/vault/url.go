@@ -22,11 +22,7 @@ var ErrBadURL = errors.New("vault: unusable server URL")
 func NormalizeURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", fmt.Errorf("%w: %v", ErrBadURL, err)
+		return "", fmt.Errorf("%w: %s", ErrBadURL, text.ParseError(err))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	var defaultPort string

@@ -61,6 +61,7 @@ func TestNormalizeURLErrors(t *testing.T) {
 		{"empty port", "https://mcp.example.com:/mcp"},
 		{"space in host", "https://mcp example.com/mcp"},
 		{"control character", "https://mcp.example.com/mcp\n"},
+		{"password where the port goes", "https://user:hunter2/mcp"}, // the parser quotes ":hunter2"
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
