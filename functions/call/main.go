@@ -33,6 +33,11 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		return nil, err
 	}
 	s, logger, awsCfg := st.Settings, st.Logger, st.AWS
+	if s.CallsTable == "" {
+		if err := s.LocalStore(startup.EnvCallsTable, "an in-memory ledger loses at-most-once"); err != nil {
+			return nil, err
+		}
+	}
 	store, err := st.OpenCatalog()
 	if err != nil {
 		return nil, err
@@ -42,9 +47,6 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	if s.CallsTable != "" {
 		calls = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), s.CallsTable, lease)
 	} else {
-		if err := s.LocalStore(startup.EnvCallsTable, "an in-memory ledger loses at-most-once"); err != nil {
-			return nil, err
-		}
 		calls = ledger.NewMemory(lease)
 		logger.Warn("no calls table configured: the idempotency ledger is in memory (local runs only)", "variable", startup.EnvCallsTable)
 	}

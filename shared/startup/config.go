@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -164,7 +165,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Settings{}, &ConfigError{Variables: names, Err: fmt.Errorf("configuration: %w", err)}
+		return Settings{}, &ConfigError{Variables: unique(names), Err: fmt.Errorf("configuration: %w", err)}
 	}
 	return s, nil
 }
@@ -179,6 +180,17 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// unique returns names without repeats, in their first order.
+func unique(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // configErrorf returns a *ConfigError naming variable, its message
 // "configuration: " and the formatted text.

@@ -39,9 +39,9 @@ type Startup struct {
 // a JSON logger writing to out whose lines carry service=function, installs
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
 // AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
-// limit from the function's memory (see Memory). It warns when no
-// dead-letter queue is configured. Every error is a *ConfigError; the names
-// and settings are checked first.
+// limit from the function's memory (see Memory). It logs nothing, so that
+// a failed init prints only Fail's line. Every error is a *ConfigError; the
+// names and settings are checked first.
 func Init(ctx context.Context, function string, environ []string, out io.Writer) (*Startup, error) {
 	env := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -72,9 +72,6 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
-	if s.DLQURL == "" {
-		logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
-	}
 	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, out: out}, nil
 }
 
@@ -91,7 +88,7 @@ func joinConfigErrors(errs ...error) error {
 		names = append(names, ce.Variables...)
 		msgs = append(msgs, strings.TrimPrefix(ce.Error(), "configuration: "))
 	}
-	return &ConfigError{Variables: names, Err: errors.New("configuration: " + strings.Join(msgs, "\n"))}
+	return &ConfigError{Variables: unique(names), Err: errors.New("configuration: " + strings.Join(msgs, "\n"))}
 }
 
 // OpenCatalog returns the catalog store the settings choose: the DynamoDB
@@ -112,9 +109,13 @@ func (st *Startup) OpenCatalog() (catalog.Store, error) {
 
 // RunnerConfig returns the runner configuration of the function: the settings'
 // concurrency, budgets and dead-letter queue, SQS and Step Functions
-// clients, the logger, and metrics written where the logger writes.
+// clients, the logger, and metrics written where the logger writes. It
+// warns when no dead-letter queue is configured.
 func (st *Startup) RunnerConfig() runner.Config {
 	s := st.Settings
+	if s.DLQURL == "" {
+		st.Logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
+	}
 	return runner.Config{
 		Function:         st.Function,
 		Concurrency:      s.Concurrency,

@@ -53,7 +53,7 @@ func TestInit(t *testing.T) {
 		name      string
 		env       map[string]string
 		wantAllow bool // the installed default policy has allow entries
-		wantWarn  bool // the missing DLQ is warned about
+		wantWarn  bool // the missing DLQ is warned about (by RunnerConfig)
 	}{
 		{name: "defaults", wantWarn: true},
 		{name: "allow-list and DLQ", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32, 10.0.0.0/8:8080", startup.EnvDLQURL: testDLQ}, wantAllow: true},
@@ -81,6 +81,10 @@ func TestInit(t *testing.T) {
 			if got := guard.Default().HasAllow(); got != tt.wantAllow {
 				t.Errorf("default policy %v has allow entries: %t, want %t", guard.Default(), got, tt.wantAllow)
 			}
+			if out.Len() > 0 {
+				t.Errorf("Init logged:\n%s", out.String())
+			}
+			st.RunnerConfig()
 			if tt.wantWarn && !strings.Contains(out.String(), `"service":"discover"`) {
 				t.Errorf("the warning does not carry service=discover; logs:\n%s", out.String())
 			}
