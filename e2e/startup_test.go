@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // TestStartupRefusesConfiguration starts each real bootstrap under the RIE
@@ -145,4 +146,80 @@ func configurationLine(t *testing.T, f *rietest.Function) initLine {
 		t.Errorf("line %q: error_type %q, want configuration_error", jsonLines[0], line.ErrorType)
 	}
 	return line
+}
+
+// TestStartupLogKeys invokes one RIE process of each bootstrap three times:
+// the summary lines carry service and function_request_id (the RIE's request
+// id), cold_start true at the first invocation only, and the ColdStart
+// metric once. The RIE (its no-op tracer) hands the runtime no trace header
+// even when the invoke has one, and aws-lambda-go sets _X_AMZN_TRACE_ID to
+// each invocation's header, so no line carries xray_trace_id here, though
+// the variable is set at start: TestTraceID (shared/runner) pins the key
+// from the header and from the variable.
+func TestStartupLogKeys(t *testing.T) {
+	const (
+		trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	)
+	for _, fn := range []string{"discover", "call"} {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			f := startBootstrap(t, fn, 0, []string{"MCPFN_CATALOG_DIR=" + t.TempDir(), "MCPFN_LOCAL=1", runner.EnvTraceID + "=" + trace})
+			var sums []map[string]any
+			for i, header := range []string{"", "", trace} {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.URL(), strings.NewReader(`{}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if header != "" {
+					req.Header.Set("X-Amzn-Trace-Id", header)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				// The summary line is written before the answer.
+				got := jsonLines(f.Logs(), func(m map[string]any) bool { return m["msg"] == "work item" })
+				if len(got) != i+1 {
+					t.Fatalf("invocation %d: %d summary lines, want %d:\n%s", i, len(got), i+1, strings.Join(f.Logs(), "\n"))
+				}
+				sums = got
+			}
+			ids := map[any]bool{}
+			for i, s := range sums {
+				if s["service"] != fn {
+					t.Errorf("summary %d: service %v, want %s", i, s["service"], fn)
+				}
+				if id, _ := s["function_request_id"].(string); id == "" || id != s["request_id"] || ids[id] {
+					t.Errorf("summary %d: function_request_id %v, request_id %v: want the invocation's own id", i, s["function_request_id"], s["request_id"])
+				}
+				ids[s["function_request_id"]] = true
+				if cold := s["cold_start"]; cold != (i == 0) {
+					t.Errorf("summary %d: cold_start %v, want %t", i, cold, i == 0)
+				}
+			}
+			for i, s := range sums {
+				if got, ok := s["xray_trace_id"]; ok {
+					t.Errorf("summary %d: xray_trace_id %v; the RIE hands the runtime no trace header", i, got)
+				}
+			}
+			metrics := jsonLines(f.Logs(), func(m map[string]any) bool { _, ok := m["ColdStart"]; return ok })
+			if len(metrics) != 1 || metrics[0]["ColdStart"] != float64(1) || metrics[0]["Function"] != fn {
+				t.Errorf("ColdStart metric lines %v, want one, of %s", metrics, fn)
+			}
+		})
+	}
+}
+
+// jsonLines returns the lines of logs that are JSON objects keep accepts.
+func jsonLines(logs []string, keep func(map[string]any) bool) []map[string]any {
+	var out []map[string]any
+	for _, l := range logs {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

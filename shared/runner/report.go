@@ -56,7 +56,6 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 	it.mu.Lock()
 	attrs := []slog.Attr{
 		slog.String("function", r.cfg.Function),
-		slog.String("service", r.cfg.Function),
 		slog.Bool("cold_start", it.coldStart),
 		slog.String("request_id", it.RequestID),
 		slog.String("function_request_id", it.RequestID),

@@ -639,7 +639,6 @@ func TestSummaryLine(t *testing.T) {
 			"level":               "WARN",
 			"msg":                 "work item",
 			"function":            "discover",
-			"service":             "discover",
 			"cold_start":          true, // the runner's first invocation
 			"request_id":          "req-1",
 			"function_request_id": "req-1",
