@@ -22,7 +22,7 @@ func TestLoadSettings(t *testing.T) {
 		Reserve:          5 * time.Second,
 		OperationTimeout: 2 * time.Minute,
 		LogLevel:         slog.LevelInfo,
-		Memory:           Memory{MB: 512, SoftLimit: 322122547, Budget: 322122547 - 48<<20},
+		Memory:           Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
 	}
 	tests := []struct {
 		name    string
@@ -39,7 +39,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvDiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
 				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
-				EnvMemorySize: "1024", EnvLocal: "1", EnvFunctionName: "mcpfn-call", EnvFunctionTimeout: "180",
+				EnvMemorySize: "2048", EnvLocal: "1", EnvFunctionName: "mcpfn-call", EnvFunctionTimeout: "180",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -48,7 +48,7 @@ func TestLoadSettings(t *testing.T) {
 					DiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
 					ResultsBucket:    "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
-					Memory: Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
+					Memory: Memory{MB: 2048, SoftLimit: 1288490188, Budget: 1288490188 - 48<<20},
 					Local:  true, InLambda: true,
 				}
 			},
