@@ -72,6 +72,9 @@ func TestStartupRefusesConfiguration(t *testing.T) {
 			if resp.StatusCode != http.StatusBadGateway {
 				t.Errorf("invocation answered %s %q, want 502 Bad Gateway (an init failure)", resp.Status, body)
 			}
+			if err := f.Stop(); err != nil { // waits for the output to be read
+				t.Fatal(err)
+			}
 			line := configurationLine(t, f)
 			if !strings.Contains(line.Msg, tt.wantMsg) {
 				t.Errorf("msg %q does not contain %q", line.Msg, tt.wantMsg)
@@ -165,26 +168,13 @@ func TestStartupLogKeys(t *testing.T) {
 			t.Parallel()
 			f := startBootstrap(t, fn, 0, []string{"MCPFN_CATALOG_DIR=" + t.TempDir(), "MCPFN_LOCAL=1", runner.EnvTraceID + "=" + trace})
 			var sums []map[string]any
-			for i, header := range []string{"", "", trace} {
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, f.URL(), strings.NewReader(`{}`))
-				if err != nil {
-					t.Fatal(err)
+			for i := range 3 {
+				res := invoke(t, f, []byte(`{}`))
+				got := jsonLines(res.Logs, func(m map[string]any) bool { return m["msg"] == "work item" })
+				if len(got) != 1 {
+					t.Fatalf("invocation %d: %d summary lines, want 1:\n%s", i, len(got), strings.Join(res.Logs, "\n"))
 				}
-				if header != "" {
-					req.Header.Set("X-Amzn-Trace-Id", header)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				// The summary line is written before the answer.
-				got := jsonLines(f.Logs(), func(m map[string]any) bool { return m["msg"] == "work item" })
-				if len(got) != i+1 {
-					t.Fatalf("invocation %d: %d summary lines, want %d:\n%s", i, len(got), i+1, strings.Join(f.Logs(), "\n"))
-				}
-				sums = got
+				sums = append(sums, got[0])
 			}
 			ids := map[any]bool{}
 			for i, s := range sums {
@@ -203,6 +193,9 @@ func TestStartupLogKeys(t *testing.T) {
 				if got, ok := s["xray_trace_id"]; ok {
 					t.Errorf("summary %d: xray_trace_id %v; the RIE hands the runtime no trace header", i, got)
 				}
+			}
+			if err := f.Stop(); err != nil { // waits for the output to be read
+				t.Fatal(err)
 			}
 			metrics := jsonLines(f.Logs(), func(m map[string]any) bool { _, ok := m["ColdStart"]; return ok })
 			if len(metrics) != 1 || metrics[0]["ColdStart"] != float64(1) || metrics[0]["Function"] != fn {
