@@ -22,7 +22,7 @@ func TestDeadlineReturnsUnfinishedRecords(t *testing.T) {
 	s := newStack(t, stackOptions{
 		allow:   []string{allowOnly(t, slow.URL)},
 		timeout: 6 * time.Second,
-		env:     []string{"MCPFN_BATCH_CONCURRENCY=1", "MCPFN_RESERVE=2s", "MCPFN_OPERATION_TIMEOUT=10s"},
+		env:     []string{"MCPFN_BATCH_CONCURRENCY=1", "MCPFN_RESERVE=2s", "MCPFN_OPERATION_TIMEOUT=3900ms"}, // 2s + 3.9s < 6s: startup refuses an operation timeout the deadline never lets run out
 	})
 	const records = 3
 	var bodies []any

@@ -262,6 +262,7 @@ func (s *stack) startStore(ctx context.Context, cfg stackConfig) ([]string, erro
 		"AWS_ACCESS_KEY_ID=local",
 		"AWS_SECRET_ACCESS_KEY=local",
 		"MCPFN_CATALOG_DIR=" + dir,
+		"MCPFN_LOCAL=1", // the directory store and the in-memory ledger, under the RIE
 	}, nil
 }
 

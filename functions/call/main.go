@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -22,18 +21,23 @@ import (
 func main() {
 	runner, err := setup(context.Background())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "call: init: %v\n", err)
+		startup.Fail(os.Stdout, "call", err)
 		os.Exit(1)
 	}
 	lambda.Start(runner)
 }
 
 func setup(ctx context.Context) (*runner.Runner, error) {
-	st, err := startup.Init(ctx, os.Getenv, os.Stdout)
+	st, err := startup.Init(ctx, "call", os.Environ(), os.Stdout)
 	if err != nil {
 		return nil, err
 	}
 	s, logger, awsCfg := st.Settings, st.Logger, st.AWS
+	if s.CallsTable == "" {
+		if err := s.LocalStore(startup.EnvCallsTable, "an in-memory ledger loses at-most-once"); err != nil {
+			return nil, err
+		}
+	}
 	store, err := st.OpenCatalog()
 	if err != nil {
 		return nil, err
@@ -67,7 +71,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	if sender != nil {
 		h.Rediscoveries = sender
 	}
-	return runner.NewRunner(st.RunnerConfig("call"), h)
+	return runner.NewRunner(st.RunnerConfig(), h)
 }
 
 // connect is the Handler's Connect: mcp.Connect, with a nil interface (not

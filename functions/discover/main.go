@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -18,14 +17,14 @@ import (
 func main() {
 	runner, err := setup(context.Background())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "discover: init: %v\n", err)
+		startup.Fail(os.Stdout, "discover", err)
 		os.Exit(1)
 	}
 	lambda.Start(runner)
 }
 
 func setup(ctx context.Context) (*runner.Runner, error) {
-	st, err := startup.Init(ctx, os.Getenv, os.Stdout)
+	st, err := startup.Init(ctx, "discover", os.Environ(), os.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +47,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	if sender != nil {
 		h.Queue = sender
 	}
-	return runner.NewRunner(st.RunnerConfig("discover"), h)
+	return runner.NewRunner(st.RunnerConfig(), h)
 }
 
 // connect is the Handler's Connect: mcp.Connect, with a nil interface (not

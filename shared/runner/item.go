@@ -44,7 +44,9 @@ type Item struct {
 	TaskToken string    // the body's task_token, or ""
 	Deadline  time.Time // end of the operation budget; see OperationContext
 
-	badToken error // a task_token too long to report to; refused unstarted
+	badToken  error  // a task_token too long to report to; refused unstarted
+	coldStart bool   // of the instance's first invocation
+	traceID   string // the invocation's X-Ray trace id, or ""
 
 	mu       sync.Mutex
 	server   string

@@ -56,7 +56,9 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 	it.mu.Lock()
 	attrs := []slog.Attr{
 		slog.String("function", r.cfg.Function),
+		slog.Bool("cold_start", it.coldStart),
 		slog.String("request_id", it.RequestID),
+		slog.String("function_request_id", it.RequestID),
 		slog.String("work_item", it.ID),
 		slog.String("source", it.Source.String()),
 		slog.Bool("task_token", it.TaskToken != ""),
@@ -67,6 +69,9 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 		slog.Int("requests", it.requests),
 		slog.Int64("response_bytes", it.bytes),
 		slog.Int64("duration_ms", elapsed.Milliseconds()),
+	}
+	if it.traceID != "" {
+		attrs = append(attrs, slog.String("xray_trace_id", it.traceID))
 	}
 	attrs = append(attrs, it.attrs...)
 	bytes := it.bytes

@@ -11,11 +11,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
@@ -118,6 +118,7 @@ type Runner struct {
 	metrics *metrics
 	slots   chan struct{} // one per work item allowed in flight
 	shares  reserveShares
+	warm    atomic.Bool // set by the first invocation (begin)
 }
 
 // NewRunner checks cfg, applies its defaults, and returns a Runner calling p.
@@ -210,20 +211,17 @@ func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // messages.InvokeResponse_Error whose Type is the wire type. A task_token in
 // a request sends its outcome to Step Functions instead.
 func (r *Runner) Handle(ctx context.Context, payload json.RawMessage) (any, error) {
-	reqID := ""
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		reqID = lc.AwsRequestID
-	}
+	inv := r.begin(ctx)
 	ev, err := sqsEvent(payload)
 	if err != nil {
-		it := newItem(reqID, reqID, Direct, nil)
+		it := inv.item(inv.requestID, Direct, nil)
 		r.summarize(it, r.cfg.Now(), Failed, err)
 		return nil, r.wireError(it, err)
 	}
 	if ev != nil {
-		return r.batch(ctx, reqID, ev), nil
+		return r.batch(ctx, inv, ev), nil
 	}
-	return r.direct(ctx, reqID, payload)
+	return r.direct(ctx, inv, payload)
 }
 
 // acquire takes a slot, waiting while an item could still get MinBudget
@@ -257,8 +255,8 @@ func (r *Runner) reportContext(ctx context.Context) (context.Context, context.Ca
 	return context.WithDeadline(ctx, end)
 }
 
-func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any, error) {
-	it := newItem(reqID, reqID, Direct, payload)
+func (r *Runner) direct(ctx context.Context, inv invocation, payload []byte) (any, error) {
+	it := inv.item(inv.requestID, Direct, payload)
 	start := r.cfg.Now()
 	v, started, err := r.runInSlot(ctx, it)
 	switch {
@@ -284,11 +282,11 @@ func (r *Runner) direct(ctx context.Context, reqID string, payload []byte) (any,
 // batch runs the records in order, as slots allow, and returns every
 // record that must come back as a batch item failure. A record that gets
 // no slot while a useful budget is left is not started.
-func (r *Runner) batch(ctx context.Context, reqID string, ev *events.SQSEvent) events.SQSEventResponse {
+func (r *Runner) batch(ctx context.Context, inv invocation, ev *events.SQSEvent) events.SQSEventResponse {
 	failed := make([]bool, len(ev.Records))
 	var wg sync.WaitGroup
 	for i, rec := range ev.Records {
-		it := newItem(rec.MessageId, reqID, SQS, []byte(rec.Body))
+		it := inv.item(rec.MessageId, SQS, []byte(rec.Body))
 		if err := r.acquire(ctx); err != nil {
 			failed[i] = true
 			r.summarize(it, r.cfg.Now(), NotStarted, err)

@@ -636,21 +636,23 @@ func TestSummaryLine(t *testing.T) {
 		got := sums[0]
 		delete(got, "time")
 		want := map[string]any{
-			"level":            "WARN",
-			"msg":              "work item",
-			"function":         "discover",
-			"request_id":       "req-1",
-			"work_item":        "msg-0",
-			"source":           "sqs",
-			"task_token":       false,
-			"server":           "https://mcp.example.com",
-			"protocol_version": "2025-11-25",
-			"outcome":          "requeued",
-			"error_type":       "mcp_protocol_error",
-			"requests":         float64(3),
-			"response_bytes":   float64(120),
-			"duration_ms":      float64(1500),
-			"error":            "mcp_protocol_error: mcp_protocol_error happened: cause mentions https://mcp.example.com and [redacted]",
+			"level":               "WARN",
+			"msg":                 "work item",
+			"function":            "discover",
+			"cold_start":          true, // the runner's first invocation
+			"request_id":          "req-1",
+			"function_request_id": "req-1",
+			"work_item":           "msg-0",
+			"source":              "sqs",
+			"task_token":          false,
+			"server":              "https://mcp.example.com",
+			"protocol_version":    "2025-11-25",
+			"outcome":             "requeued",
+			"error_type":          "mcp_protocol_error",
+			"requests":            float64(3),
+			"response_bytes":      float64(120),
+			"duration_ms":         float64(1500),
+			"error":               "mcp_protocol_error: mcp_protocol_error happened: cause mentions https://mcp.example.com and [redacted]",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("summary (-want +got):\n%s", diff)
@@ -667,8 +669,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatal("Handle succeeded, want an error")
 		}
 		recs := f.metrics.Records()
-		if len(recs) != 1 {
-			t.Fatalf("metric lines = %v, want 1", recs)
+		if len(recs) != 2 || recs[0]["ColdStart"] != float64(1) {
+			t.Fatalf("metric lines = %v, want the ColdStart line and the item's", recs)
 		}
 		want := map[string]any{
 			"_aws": map[string]any{
@@ -700,7 +702,7 @@ func TestMetrics(t *testing.T) {
 			"Duration":      float64(250),
 			"ResponseBytes": float64(120),
 		}
-		if diff := cmp.Diff(want, recs[0]); diff != "" {
+		if diff := cmp.Diff(want, recs[1]); diff != "" {
 			t.Errorf("EMF line (-want +got):\n%s", diff)
 		}
 	})

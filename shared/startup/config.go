@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,6 +31,14 @@ const (
 	EnvReserve          = "MCPFN_RESERVE"
 	EnvOperationTimeout = "MCPFN_OPERATION_TIMEOUT"
 	EnvLogLevel         = "MCPFN_LOG_LEVEL"
+	EnvSealKeyID        = "MCPFN_SEAL_KEY_ID"
+	EnvLocal            = "MCPFN_LOCAL" // "1": a local run, which may use the local stores
+)
+
+// Variables the Lambda runtime sets that the settings read.
+const (
+	EnvFunctionName    = "AWS_LAMBDA_FUNCTION_NAME"    // set: running inside Lambda (or its emulator)
+	EnvFunctionTimeout = "AWS_LAMBDA_FUNCTION_TIMEOUT" // seconds; set by the emulator, not by Lambda
 )
 
 // Defaults and bounds of the settings.
@@ -61,11 +70,14 @@ type Settings struct {
 	OperationTimeout time.Duration
 	LogLevel         slog.Level
 	Memory           Memory // from EnvMemorySize
+	Local            bool   // EnvLocal is "1"
+	InLambda         bool   // EnvFunctionName is set
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
-// applies the defaults and checks every value. The error names each bad
-// variable.
+// applies the defaults and checks every value and every combination (see
+// checkCombinations). Inside Lambda without EnvLocal it refuses the
+// directory store. The error is a *ConfigError naming each bad variable.
 func LoadSettings(getenv func(string) string) (Settings, error) {
 	s := Settings{
 		CatalogTable:     getenv(EnvCatalogTable),
@@ -88,7 +100,9 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		s.SecretsPrefix = DefaultSecretsPrefix
 	}
 	var errs []error
+	var names []string
 	bad := func(name, format string, args ...any) {
+		names = append(names, name)
 		errs = append(errs, fmt.Errorf("%s=%q: %s", name, getenv(name), fmt.Sprintf(format, args...)))
 	}
 	for _, name := range []string{EnvDLQURL, EnvDiscoverQueueURL} {
@@ -136,10 +150,52 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 			bad(EnvLogLevel, "want debug, info, warn or error")
 		}
 	}
+	switch v := getenv(EnvLocal); v {
+	case "", "0":
+	case "1":
+		s.Local = true
+	default:
+		bad(EnvLocal, "want 1 (a local run) or nothing")
+	}
+	s.InLambda = getenv(EnvFunctionName) != ""
+	if len(errs) == 0 {
+		for _, c := range checkCombinations(s, getenv) {
+			names = append(names, c.names...)
+			errs = append(errs, c.err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
-		return Settings{}, fmt.Errorf("configuration: %w", err)
+		return Settings{}, &ConfigError{Variables: unique(names), Err: fmt.Errorf("configuration: %w", err)}
 	}
 	return s, nil
+}
+
+// ConfigError is an init failure the configuration causes: Variables names
+// the variables at fault (none when the cause is not one variable, such as
+// the AWS configuration). Its message is Err's.
+type ConfigError struct {
+	Variables []string
+	Err       error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// unique returns names without repeats, in their first order.
+func unique(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// configErrorf returns a *ConfigError naming variable, its message
+// "configuration: " and the formatted text.
+func configErrorf(variable, format string, args ...any) *ConfigError {
+	return &ConfigError{Variables: []string{variable}, Err: fmt.Errorf("configuration: "+format, args...)}
 }
 
 // NewLogger returns a logger writing JSON lines to w at level.

@@ -16,7 +16,7 @@ const EnvMemorySize = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
 // that, Baseline is the process's own (runtime, clients, buffers) and the
 // rest is the items' budget, held in shares of runner.ItemBytes.
 const (
-	DefaultMemoryMB   = 512
+	DefaultMemoryMB   = 1024 // the template's default MemorySize
 	PeakFraction      = 0.75
 	SoftLimitFraction = 0.60
 	Baseline          = 48 << 20

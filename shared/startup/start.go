@@ -2,10 +2,12 @@ package startup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -24,6 +26,7 @@ import (
 // Startup is what Init builds for a function's main: the checked settings,
 // the logger and the AWS configuration its clients are built from.
 type Startup struct {
+	Function string // "discover" or "call": the logs' service
 	Settings Settings
 	Logger   *slog.Logger
 	AWS      aws.Config
@@ -31,39 +34,61 @@ type Startup struct {
 	out io.Writer
 }
 
-// Init is the start-up both functions share: it reads the settings through
-// getenv (os.Getenv in main), builds a JSON logger writing to out, installs
+// Init is the start-up both functions share: it checks environ's MCPFN_
+// names (CheckNames) and reads the settings from it (LoadSettings), builds
+// a JSON logger writing to out whose lines carry service=function, installs
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
 // AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
-// limit from the function's memory (see Memory). It warns when no dead-letter queue is configured. An
-// error names the bad variable; the settings are checked first.
-func Init(ctx context.Context, getenv func(string) string, out io.Writer) (*Startup, error) {
-	s, err := LoadSettings(getenv)
-	if err != nil {
-		return nil, err
+// limit from the function's memory (see Memory). It logs nothing, so that
+// a failed init prints only Fail's line. Every error is a *ConfigError; the
+// names and settings are checked first.
+func Init(ctx context.Context, function string, environ []string, out io.Writer) (*Startup, error) {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	logger := NewLogger(out, s.LogLevel)
+	getenv := func(k string) string { return env[k] }
+	nameErr := CheckNames(environ)
+	s, err := LoadSettings(getenv)
+	if nameErr != nil || err != nil {
+		return nil, joinConfigErrors(nameErr, err)
+	}
+	logger := NewLogger(out, s.LogLevel).With(slog.String("service", function))
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(s.Memory.SoftLimit)
 	}
 	allow, err := guard.ParseAllowList(getenv(guard.EnvAllowList))
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
+		return nil, configErrorf(guard.EnvAllowList, "%s: %w", guard.EnvAllowList, err)
 	}
 	policy, err := guard.NewPolicy(allow...)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", guard.EnvAllowList, err)
+		return nil, configErrorf(guard.EnvAllowList, "%s: %w", guard.EnvAllowList, err)
 	}
 	guard.SetDefault(policy)
 
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
+		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
-	if s.DLQURL == "" {
-		logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
+	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, out: out}, nil
+}
+
+// joinConfigErrors joins the non-nil *ConfigErrors of errs into one, its
+// message starting "configuration: " once.
+func joinConfigErrors(errs ...error) error {
+	var names []string
+	var msgs []string
+	for _, err := range errs {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			continue
+		}
+		names = append(names, ce.Variables...)
+		msgs = append(msgs, strings.TrimPrefix(ce.Error(), "configuration: "))
 	}
-	return &Startup{Settings: s, Logger: logger, AWS: awsCfg, out: out}, nil
+	return &ConfigError{Variables: unique(names), Err: errors.New("configuration: " + strings.Join(msgs, "\n"))}
 }
 
 // OpenCatalog returns the catalog store the settings choose: the DynamoDB
@@ -76,19 +101,23 @@ func (st *Startup) OpenCatalog() (catalog.Store, error) {
 	}
 	dir, err := catalog.NewDir(s.CatalogDir)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %s: %w", EnvCatalogDir, err)
+		return nil, configErrorf(EnvCatalogDir, "%s: %w", EnvCatalogDir, err)
 	}
 	st.Logger.Warn("no catalog table configured: catalogs are kept in a local directory", "dir", s.CatalogDir)
 	return dir, nil
 }
 
-// RunnerConfig returns the runner configuration of function: the settings'
+// RunnerConfig returns the runner configuration of the function: the settings'
 // concurrency, budgets and dead-letter queue, SQS and Step Functions
-// clients, the logger, and metrics written where the logger writes.
-func (st *Startup) RunnerConfig(function string) runner.Config {
+// clients, the logger, and metrics written where the logger writes. It
+// warns when no dead-letter queue is configured.
+func (st *Startup) RunnerConfig() runner.Config {
 	s := st.Settings
+	if s.DLQURL == "" {
+		st.Logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
+	}
 	return runner.Config{
-		Function:         function,
+		Function:         st.Function,
 		Concurrency:      s.Concurrency,
 		MemoryBudget:     s.Memory.Budget,
 		Reserve:          s.Reserve,

@@ -3,6 +3,7 @@ package startup_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,12 +39,21 @@ func isolateAWS(t *testing.T) {
 	t.Cleanup(func() { guard.SetDefault(nil) })
 }
 
+// environ returns env as KEY=VALUE entries, as os.Environ.
+func environ(env map[string]string) []string {
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, k+"="+v)
+	}
+	return kv
+}
+
 func TestInit(t *testing.T) {
 	tests := []struct {
 		name      string
 		env       map[string]string
 		wantAllow bool // the installed default policy has allow entries
-		wantWarn  bool // the missing DLQ is warned about
+		wantWarn  bool // the missing DLQ is warned about (by RunnerConfig)
 	}{
 		{name: "defaults", wantWarn: true},
 		{name: "allow-list and DLQ", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32, 10.0.0.0/8:8080", startup.EnvDLQURL: testDLQ}, wantAllow: true},
@@ -54,7 +64,7 @@ func TestInit(t *testing.T) {
 			isolateAWS(t)
 			getenv := func(k string) string { return tt.env[k] }
 			var out bytes.Buffer
-			st, err := startup.Init(t.Context(), getenv, &out)
+			st, err := startup.Init(t.Context(), "discover", environ(tt.env), &out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +80,13 @@ func TestInit(t *testing.T) {
 			}
 			if got := guard.Default().HasAllow(); got != tt.wantAllow {
 				t.Errorf("default policy %v has allow entries: %t, want %t", guard.Default(), got, tt.wantAllow)
+			}
+			if out.Len() > 0 {
+				t.Errorf("Init logged:\n%s", out.String())
+			}
+			st.RunnerConfig()
+			if tt.wantWarn && !strings.Contains(out.String(), `"service":"discover"`) {
+				t.Errorf("the warning does not carry service=discover; logs:\n%s", out.String())
 			}
 			if got := strings.Contains(out.String(), `"msg":"no dead-letter queue configured`); got != tt.wantWarn {
 				t.Errorf("DLQ warning logged: %t, want %t; logs:\n%s", got, tt.wantWarn, out.String())
@@ -91,6 +108,8 @@ func TestInitFails(t *testing.T) {
 			wantInError: []string{"configuration: ", startup.EnvReserve}, keepsPolicy: true},
 		{name: "settings are checked first", env: map[string]string{startup.EnvReserve: "soon", guard.EnvAllowList: "not-a-prefix"},
 			wantInError: []string{startup.EnvReserve}, notInError: guard.EnvAllowList, keepsPolicy: true},
+		{name: "unknown name and bad setting", env: map[string]string{"MCPFN_RESERV": "5s", startup.EnvBatchConcurrency: "many"},
+			wantInError: []string{"configuration: MCPFN_RESERV: unknown setting; did you mean MCPFN_RESERVE?", startup.EnvBatchConcurrency}, keepsPolicy: true},
 		{name: "bad allow entry", env: map[string]string{guard.EnvAllowList: "127.0.0.1/32,not-a-prefix"},
 			wantInError: []string{"configuration: " + guard.EnvAllowList + ": ", "not-a-prefix"}, keepsPolicy: true},
 		{name: "bad runtime API address", setenv: map[string]string{"AWS_LAMBDA_RUNTIME_API": "runtime:9001"},
@@ -109,9 +128,12 @@ func TestInitFails(t *testing.T) {
 			for k, v := range tt.setenv {
 				t.Setenv(k, v)
 			}
-			st, err := startup.Init(t.Context(), func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			st, err := startup.Init(t.Context(), "discover", environ(tt.env), &bytes.Buffer{})
 			if err == nil {
 				t.Fatalf("Init = %+v, want an error", st)
+			}
+			if _, ok := errors.AsType[*startup.ConfigError](err); !ok {
+				t.Errorf("error %T is not a *startup.ConfigError", err)
 			}
 			for _, s := range tt.wantInError {
 				if !strings.Contains(err.Error(), s) {
@@ -175,11 +197,11 @@ func TestRunnerConfig(t *testing.T) {
 	isolateAWS(t)
 	env := map[string]string{startup.EnvBatchConcurrency: "7", startup.EnvReserve: "3s", startup.EnvOperationTimeout: "90s", startup.EnvDLQURL: testDLQ}
 	var out bytes.Buffer
-	st, err := startup.Init(t.Context(), func(k string) string { return env[k] }, &out)
+	st, err := startup.Init(t.Context(), "discover", environ(env), &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := st.RunnerConfig("discover")
+	cfg := st.RunnerConfig()
 	want := runner.Config{Function: "discover", Concurrency: 7, Reserve: st.Settings.Reserve, OperationTimeout: st.Settings.OperationTimeout, DLQURL: testDLQ}
 	got := runner.Config{Function: cfg.Function, Concurrency: cfg.Concurrency, Reserve: cfg.Reserve, OperationTimeout: cfg.OperationTimeout, DLQURL: cfg.DLQURL}
 	if diff := cmp.Diff(want, got); diff != "" {

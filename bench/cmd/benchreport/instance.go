@@ -95,7 +95,7 @@ func instanceMemory(ctx context.Context, e *env) (result, error) {
 		if c.function == "discover" {
 			env = append(env, "MCPFN_CATALOG_TABLE="+table)
 		} else {
-			env = append(env, "MCPFN_CALLS_TABLE="+table, "MCPFN_CATALOG_DIR="+e.tmp+"/instance-catalog")
+			env = append(env, "MCPFN_CALLS_TABLE="+table, "MCPFN_CATALOG_DIR="+e.tmp+"/instance-catalog", "MCPFN_LOCAL=1")
 		}
 		f, err := rietest.Start(rietest.Config{Bootstrap: bin, Name: c.function, Timeout: 120 * time.Second, Env: env})
 		if err != nil {

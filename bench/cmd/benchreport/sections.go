@@ -331,7 +331,7 @@ func coldStart(ctx context.Context, e *env) (result, error) {
 	defer srv.Close()
 	catalogDir := filepath.Join(e.tmp, "catalog-coldstart")
 	envFor := func(url string) []string {
-		return []string{"MCPFN_EGRESS_ALLOW=" + bench.AllowEntry(url), "MCPFN_CATALOG_DIR=" + catalogDir}
+		return []string{"MCPFN_EGRESS_ALLOW=" + bench.AllowEntry(url), "MCPFN_CATALOG_DIR=" + catalogDir, "MCPFN_LOCAL=1"}
 	}
 	functions := []function{
 		{"hellolambda (anchor)", "./bench/cmd/hellolambda", func(string) bench.Invocation {
@@ -466,6 +466,7 @@ func batch(ctx context.Context, e *env) (result, error) {
 			Env: []string{
 				"MCPFN_EGRESS_ALLOW=" + strings.Join(allow, ","),
 				"MCPFN_CATALOG_DIR=" + filepath.Join(e.tmp, "catalog-batch"),
+				"MCPFN_LOCAL=1",
 				"MCPFN_BATCH_CONCURRENCY=" + strconv.Itoa(conc),
 			},
 		})
