@@ -21,8 +21,9 @@ import (
 
 // 8. Memory per instance.
 
-// instanceMemoryMB and instanceBatch are the template's defaults: the
-// function's MemorySize and its BatchSize, the largest BatchConcurrency.
+// instanceMemoryMB is half the template's default MemorySize (1024): the
+// smallest size docs/operations.md lists, and the stricter 75 % line.
+// instanceBatch is the template's BatchSize, the largest BatchConcurrency.
 const (
 	instanceMemoryMB = 512
 	instanceBatch    = 10
