@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -26,14 +27,39 @@ import (
 	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
-// buildLocalrun builds this command into a temporary directory.
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// TestMain removes the command buildLocalrun built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
+}
+
+// buildLocalrun builds this command once per test binary.
 func buildLocalrun(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "localrun")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "localrun-test-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "localrun")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // localrun starts the built command from the repository root with args
@@ -171,11 +197,9 @@ func TestUp(t *testing.T) {
 }
 
 // TestInvokeExitStatus: `make invoke-<event>` (localrun -event) exits 1
-// naming the event when its outcome is not the expected one, and 0 when
-// it is: the same malformed call is expected to fail under its own name
-// and to succeed under another.
+// naming the event when its outcome is not the expected one: a malformed
+// call under a name that expects success.
 func TestInvokeExitStatus(t *testing.T) {
-	bin := buildLocalrun(t)
 	event, err := os.ReadFile("../../events/call-malformed-unknown-field.json")
 	if err != nil {
 		t.Fatal(err)
@@ -184,27 +208,37 @@ func TestInvokeExitStatus(t *testing.T) {
 	if err := os.WriteFile(renamed, event, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		event  string
-		code   int
-		stderr string
-	}{
-		{"events/call-malformed-unknown-field.json", 0, ""},
-		{renamed, 1, "localrun: " + renamed + ": answered errorType invalid_request_error, want success\n"},
-	} {
-		var stderr strings.Builder
-		cmd, stdout := localrun(t, bin, &stderr, "-store", "dir", "-event", tt.event)
-		_, _ = io.Copy(io.Discard, stdout)
-		err := cmd.Wait()
-		code := 0
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != tt.code || (tt.stderr != "" && !strings.HasSuffix(stderr.String(), tt.stderr)) {
-			t.Errorf("-event %s: exit %d, stderr %q; want %d, ending %q", tt.event, code, stderr.String(), tt.code, tt.stderr)
-		}
+	var stderr strings.Builder
+	cmd, stdout := localrun(t, buildLocalrun(t), &stderr, "-store", "dir", "-event", renamed)
+	_, _ = io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	want := "localrun: " + renamed + ": answered errorType invalid_request_error, want success\n"
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("-event %s: %v, stderr %q; want exit status 1, ending %q", renamed, err, stderr.String(), want)
+	}
+}
+
+// TestRunChecksOutcomes: an event expected to fail passes when it fails
+// as expected; the mismatched copy beside it is the only one named.
+func TestRunChecksOutcomes(t *testing.T) {
+	event, err := os.ReadFile("../../events/discover-malformed-missing-server-url.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := filepath.Join(t.TempDir(), "discover-mine.json")
+	if err := os.WriteFile(renamed, event, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, logs strings.Builder
+	o := options{
+		events:  []string{"../../events/discover-malformed-missing-server-url.json", "../../events/discover-egress-denied-metadata.json", renamed},
+		timeout: 30 * time.Second,
+		store:   "dir",
+	}
+	err = run(t.Context(), o, &out, &logs)
+	want := renamed + ": answered errorType invalid_request_error, want success"
+	if err == nil || err.Error() != want {
+		t.Errorf("run: %v, want only %q\noutput:\n%s", err, want, &out)
 	}
 }
 
