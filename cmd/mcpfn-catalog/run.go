@@ -50,7 +50,7 @@ Exit status:
   1  the catalog is not found, or has no version to diff
   2  bad usage
   3  the store cannot be read: a missing table or directory, no AWS region,
-     no answer within --timeout
+     an endpoint unreachable or silent within --timeout
 `
 
 // getter is the part of a catalog store the command reads.
