@@ -23,5 +23,5 @@ $(E2E_STAMP): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 # because they need the npm pieces. The Go-only end-to-end tests (every
 # event, wire error types, deadlines) run in test-go, which `make test` runs
 # first.
-test-e2e: e2e-deps tools
+test-e2e: e2e-deps tools ## the state machines in aws-local-stepfunctions (part of make test)
 	MCPFN_E2E_NODE=$(E2E_NODE) $(GO) test -count=1 -run 'TestStateMachine' ./$(E2E_DIR)/

@@ -5,7 +5,7 @@ LAMBDA_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.no
 ASL_FILES := $(sort $(wildcard statemachine/*.asl.json))
 # RUN_FLAGS passes options to cmd/localrun, e.g. RUN_FLAGS='-v -store dir'.
 RUN_FLAGS ?=
-LOCALRUN = $(GO) run ./cmd/localrun -rie $(GOBIN)/aws-lambda-rie $(RUN_FLAGS)
+LOCALRUN = bin/localrun -rie $(GOBIN)/aws-lambda-rie $(RUN_FLAGS)
 
 LINT_TARGETS += lint-template lint-asl
 
@@ -23,11 +23,16 @@ build-CallFunction:
 # the functions under the RIE and a store, invokes discover then call, prints
 # the catalog and the tool result, does the same against the OAuth example
 # server with an expired token (moto only), and stops everything it started.
-run: $(GOBIN)/aws-lambda-rie
+run: $(GOBIN)/aws-lambda-rie ## build both functions, run them locally against the example MCP server, print the results
+	@echo "run: building cmd/localrun into bin/ ..."
+	@$(GO) build -o bin/localrun ./cmd/localrun
 	$(LOCALRUN)
 
-# invoke-<event> runs the same stack for events/<event>.json alone.
-invoke-%: $(GOBIN)/aws-lambda-rie
+# invoke-<event> runs the same stack for events/<event>.json alone and
+# fails when the outcome is not the one the event expects.
+invoke-%: $(GOBIN)/aws-lambda-rie ## run one events/<event>.json; fails when its outcome is not the expected one
+	@echo "invoke: building cmd/localrun into bin/ ..."
+	@$(GO) build -o bin/localrun ./cmd/localrun
 	$(LOCALRUN) -event events/$*.json
 
 lint-template:

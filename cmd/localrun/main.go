@@ -8,6 +8,14 @@
 // Usage (from the repository root; `make run` and `make invoke-<event>`):
 //
 //	go run ./cmd/localrun [-event events/NAME.json] [-v] [-store auto|moto|dir]
+//	go run ./cmd/localrun -up [-v]
+//
+// It exits 1 naming each event whose outcome is not the one the event
+// expects (expect.go: an errorType for the samples that must fail, else
+// success without batch item failures). With -up (`make up`) it starts the
+// stack over moto, discovers the example server into catalog "example",
+// prints export lines for the CLIs, and keeps everything running until
+// SIGINT or SIGTERM.
 //
 // Without -event it runs discover and then call with the direct-invocation
 // samples, the same with the OAuth samples, then the sweep. With moto, it
@@ -53,6 +61,7 @@ type options struct {
 	store     string
 	stateless bool
 	verbose   bool
+	up        bool
 }
 
 func main() {
@@ -64,6 +73,7 @@ func main() {
 	flag.StringVar(&o.store, "store", "auto", "store: auto (moto when available, else a directory), moto or dir")
 	flag.BoolVar(&o.stateless, "stateless", false, "serve the example server statelessly (protocol 2026-07-28)")
 	flag.BoolVar(&o.verbose, "v", false, "stream the functions' logs")
+	flag.BoolVar(&o.up, "up", false, "keep the stack running until interrupted and print its variables (make up)")
 	flag.Parse()
 	o.events = defaultEvents
 	if event != "" {
@@ -86,8 +96,12 @@ func main() {
 }
 
 // run starts the stack, invokes o.events in order and stops the stack, also
-// when ctx is cancelled (Ctrl-C).
+// when ctx is cancelled (Ctrl-C). It fails naming each event whose outcome
+// is not the expected one (expectedErrors). With o.up it runs up instead.
 func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
+	if o.up {
+		return up(ctx, o, stdout, stderr)
+	}
 	invs := make([]invocation, 0, len(o.events))
 	for _, path := range o.events {
 		inv, err := readEvent(path)
@@ -121,6 +135,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	p.stack(st)
 
 	var discovered []string
+	var mismatched []error // events whose outcome is not the expected one
+	defer func() { err = errors.Join(err, errors.Join(mismatched...)) }()
 	for _, inv := range invs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -146,7 +162,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 				if usesOAuth {
 					pre = discoverRequest(id, oauthURL, oauthVault)
 				}
-				if err := invokeAndPrint(ctx, st, p, pre); err != nil {
+				if _, err := invokeAndPrint(ctx, st, p, pre); err != nil {
 					return err
 				}
 				discovered = append(discovered, id)
@@ -158,8 +174,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 				return err
 			}
 		}
-		if err := invokeAndPrint(ctx, st, p, inv); err != nil {
+		res, err := invokeAndPrint(ctx, st, p, inv)
+		if err != nil {
 			return err
+		}
+		if err := checkOutcome(inv.path, res); err != nil {
+			mismatched = append(mismatched, err)
 		}
 		if inv.function == "discover" {
 			for _, id := range inv.catalogIDs() {
@@ -179,7 +199,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	return nil
 }
 
-func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) error {
+// invokeAndPrint invokes inv, prints its result, and returns it.
+func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) (rietest.Result, error) {
 	fn := st.discover
 	if inv.function == "call" {
 		fn = st.call
@@ -189,7 +210,7 @@ func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) 
 	dlqBefore := st.dlqDepth(ctx, inv.function)
 	res, err := fn.Invoke(ctx, inv.payload)
 	if err != nil {
-		return err
+		return res, err
 	}
 	p.result(inv, res)
 	p.taskReports(st.tasks.Reports()[before:])
@@ -197,7 +218,7 @@ func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) 
 	if st.oauth != nil && inv.namesVault(oauthVault) {
 		r, err := st.oauth.report(ctx, res.Logs)
 		if err != nil {
-			return err
+			return res, err
 		}
 		p.oauth(r)
 	}
@@ -207,5 +228,5 @@ func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) 
 			p.catalog(id, c, err)
 		}
 	}
-	return nil
+	return res, nil
 }

@@ -5,7 +5,10 @@
 // writes or updates the server's mcp_oauth credential in the vault: the
 // Secrets Manager secret <prefix><vault id>, or a local JSON file.
 //
-// Usage: mcpfn-auth [flags] SERVER_URL
+// Usage: mcpfn-auth -vault ID [flags] SERVER_URL (mcpfn-auth -h lists the
+// flags). Exit status: 0 written (or -h), 1 the flow, listing or write
+// failed, 2 usage, 3 the vault store cannot be used (no AWS region). Every
+// failure is one line on stderr.
 //
 // Every request goes through the egress guard (MCPFN_EGRESS_ALLOW adds to
 // its allow list, as for the functions). See README.md and

@@ -25,9 +25,10 @@ import (
 
 // Exit statuses.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK    = 0 // the credential is written, or -h printed the usage
+	exitFail  = 1 // the flow, the listing or the write failed
+	exitUsage = 2 // bad usage
+	exitStore = 3 // the vault store cannot be used (no AWS region)
 )
 
 // options are the command's flags.
@@ -41,10 +42,13 @@ type options struct {
 	serverURL                       string
 }
 
-func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+// parse reads the flags. On -h it prints the usage to stdout and returns
+// flag.ErrHelp; the flag package itself prints nothing.
+func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("mcpfn-auth", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	prefix := getenv("MCPFN_SECRETS_PREFIX")
 	if prefix == "" {
 		prefix = "mcpfn/vaults/"
@@ -60,7 +64,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.IntVar(&o.port, "port", 0, "loopback port of the redirect (0: any free port; a pre-registered client needs its registered one)")
 	fs.BoolVar(&o.noBrowser, "no-browser", false, "print the authorization URL without opening a browser")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the whole flow")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		printUsage(stdout, fs)
+		return o, err
+	} else if err != nil {
 		return o, err
 	}
 	if fs.NArg() != 1 {
@@ -80,9 +87,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 // writes the browser prompt and progress to stdout and errors to stderr,
 // never a token.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	o, err := parse(args, getenv, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpfn-auth: %v\nusage: mcpfn-auth -vault ID [flags] SERVER_URL\n", err)
+	o, err := parse(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	} else if err != nil {
+		fmt.Fprintf(stderr, "mcpfn-auth: %v (mcpfn-auth -h)\n", err)
 		return exitUsage
 	}
 	allow, err := guard.ParseAllowList(getenv(guard.EnvAllowList))
@@ -99,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	store, err := openStore(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpfn-auth: %v\n", err)
-		return exitUsage
+		return exitStore
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -209,6 +218,9 @@ func openStore(ctx context.Context, o options) (vaultStore, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region: set AWS_REGION (or a region in the AWS profile), or write a local file with -file")
 	}
 	api := secretsmanager.NewFromConfig(cfg, func(so *secretsmanager.Options) {
 		if o.endpoint != "" {

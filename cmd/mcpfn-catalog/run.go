@@ -6,41 +6,51 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"path"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/startup"
 )
 
-// Exit statuses.
+// Exit statuses (usage text and docs/contract.md).
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK    = 0 // the JSON is on stdout, or -h printed the usage
+	exitFail  = 1 // the catalog is not found, or has no version to diff
+	exitUsage = 2 // bad usage: one line on stderr
+	exitStore = 3 // the store cannot be read: missing table or directory, no region, unreachable within --timeout
 )
 
-// defaultTimeout bounds one command's reads of the store.
-const defaultTimeout = 30 * time.Second
+// defaultTimeout bounds one command's reads of the store, retries included.
+const defaultTimeout = 5 * time.Second
 
 // formatAnthropic is the one output format of tools.
 const formatAnthropic = "anthropic"
 
-const usage = `usage:
-  mcpfn-catalog get [store flags] ID
-  mcpfn-catalog tools [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID
+const usage = `Usage:
+  mcpfn-catalog list    [store flags]
+  mcpfn-catalog get     [store flags] ID
+  mcpfn-catalog tools   [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID
   mcpfn-catalog changes [store flags] ID
+  mcpfn-catalog COMMAND -h
 
-store flags: --table NAME [--endpoint URL] | --dir PATH, and --timeout DURATION.
-Without --table or --dir: ` + startup.EnvCatalogTable + `, then ` + startup.EnvCatalogDir + `.
-Flags come before the ID.
+Prints stored tool catalogs as JSON: every catalog's head and schedule (list,
+a table only), one catalog (get), its tools for the Anthropic Messages API
+(tools), or what its current version changed (changes).
+
+Store flags: --table NAME [--endpoint URL] | --dir PATH, and --timeout
+DURATION (default 5s). Without --table or --dir: ` + startup.EnvCatalogTable + `, then
+` + startup.EnvCatalogDir + `. Flags come before the ID.
+` + exitStatuses
+
+const exitStatuses = `
+Exit status:
+  0  printed (or -h)
+  1  the catalog is not found, or has no version to diff
+  2  bad usage
+  3  the store cannot be read: a missing table or directory, no AWS region,
+     an endpoint unreachable or silent within --timeout
 `
 
 // getter is the part of a catalog store the command reads.
@@ -63,7 +73,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.table, "table", "", "DynamoDB catalog table (default $"+startup.EnvCatalogTable+")")
 	fs.StringVar(&s.endpoint, "endpoint", "", "DynamoDB endpoint URL, e.g. a local moto server (with --table)")
 	fs.StringVar(&s.dir, "dir", "", "directory store (default $"+startup.EnvCatalogDir+" when no table is set)")
-	fs.DurationVar(&s.timeout, "timeout", defaultTimeout, "bound on reading the store")
+	fs.DurationVar(&s.timeout, "timeout", defaultTimeout, "bound on reading the store, retries included")
 }
 
 // globs is a repeatable flag of path.Match patterns, each checked when set.
@@ -86,58 +96,46 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// run executes the subcommand in args, writing its JSON to stdout and
-// diagnostics to stderr, and returns the exit status. getenv supplies
-// MCPFN_CATALOG_TABLE and MCPFN_CATALOG_DIR.
+// run executes the subcommand in args, writing its JSON (or the usage
+// for -h) to stdout and one line of diagnostics to stderr, and returns
+// the exit status. getenv supplies MCPFN_CATALOG_TABLE and
+// MCPFN_CATALOG_DIR.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintln(stderr, "mcpfn-catalog: want a command: list, get, tools or changes (mcpfn-catalog -h)")
 		return exitUsage
 	}
 	var err error
 	switch sub, rest := args[0], args[1:]; sub {
+	case "list":
+		err = runList(ctx, rest, stdout, getenv)
 	case "get":
-		err = runGet(ctx, rest, stdout, stderr, getenv)
+		err = runGet(ctx, rest, stdout, getenv)
 	case "tools":
-		err = runTools(ctx, rest, stdout, stderr, getenv)
+		err = runTools(ctx, rest, stdout, getenv)
 	case "changes":
-		err = runChanges(ctx, rest, stdout, stderr, getenv)
+		err = runChanges(ctx, rest, stdout, getenv)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "mcpfn-catalog: unknown command %q\n%s", sub, usage)
+		fmt.Fprintf(stderr, "mcpfn-catalog: unknown command %q (mcpfn-catalog -h)\n", sub)
 		return exitUsage
 	}
-	var ue usageError
-	switch {
-	case err == nil:
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.As(err, &ue), errors.Is(err, catalog.ErrInvalidID):
-		fmt.Fprintf(stderr, "mcpfn-catalog: %s: %v\n", args[0], err)
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "mcpfn-catalog: %s: %v\n", args[0], err)
-		return exitFail
 	}
-}
-
-func runGet(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c, _, err := readCommand(ctx, "get", args, stderr, getenv)
-	if err != nil {
-		return err
-	}
-	return writeJSON(stdout, catalogOutput(c))
+	msg, code := explain(err)
+	fmt.Fprintf(stderr, "mcpfn-catalog: %s: %s\n", args[0], msg)
+	return code
 }
 
 // readCommand parses a command that takes only the store flags and an ID,
 // and reads that catalog.
-func readCommand(ctx context.Context, name string, args []string, stderr io.Writer, getenv func(string) string) (*catalog.Catalog, string, error) {
-	fs := newFlagSet(name, stderr)
+func readCommand(ctx context.Context, name string, args []string, stdout io.Writer, getenv func(string) string) (*catalog.Catalog, string, error) {
+	fs := newFlagSet(name, stdout)
 	var sf storeFlags
-	sf.register(fs)
+	sf.register(fs.FlagSet)
 	id, err := parse(fs, args)
 	if err != nil {
 		return nil, "", err
@@ -148,23 +146,23 @@ func readCommand(ctx context.Context, name string, args []string, stderr io.Writ
 
 // runChanges prints the current version's diff against the version it
 // replaced, in the discover result's changes shape.
-func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c, id, err := readCommand(ctx, "changes", args, stderr, getenv)
+func runChanges(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	c, id, err := readCommand(ctx, "changes", args, stdout, getenv)
 	switch {
 	case err != nil:
 		return err
 	case c.Version == "":
-		return fmt.Errorf("catalog %q has no stored version (its discoveries failed)", id)
+		return failf("catalog %q has no stored version (its discoveries failed)", id)
 	case c.Changes == nil:
-		return fmt.Errorf("catalog %q: version %s was stored before diffs were kept", id, c.Version)
+		return failf("catalog %q: version %s was stored before diffs were kept", id, c.Version)
 	}
 	return writeJSON(stdout, c.Changes)
 }
 
-func runTools(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("tools", stderr)
+func runTools(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("tools", stdout)
 	var sf storeFlags
-	sf.register(fs)
+	sf.register(fs.FlagSet)
 	var f filter
 	format := fs.String("format", formatAnthropic, "output format: anthropic (the Messages API tools array)")
 	fs.Var((*globs)(&f.allow), "allow", "keep only tools whose name matches this path.Match glob (repeatable)")
@@ -184,20 +182,55 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return writeJSON(stdout, anthropicTools(f.apply(c.Tools)))
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcpfn-catalog "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+// flagSet is a command's flags. The flag package prints nothing: -h
+// prints the command's usage to stdout, and errors are returned for run
+// to print once.
+type flagSet struct {
+	*flag.FlagSet
+	name   string
+	stdout io.Writer
 }
 
-// parse parses fs from args and returns the one ID after the flags. A
-// flag error is a usage error (flag has printed it and the defaults);
-// flag.ErrHelp is returned as is.
-func parse(fs *flag.FlagSet, args []string) (string, error) {
+func newFlagSet(name string, stdout io.Writer) *flagSet {
+	fs := flag.NewFlagSet("mcpfn-catalog "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{fs, name, stdout}
+}
+
+// help prints the command's synopsis, flags and exit statuses.
+func (fs *flagSet) help() {
+	fmt.Fprintf(fs.stdout, "Usage:\n  %s\n\nFlags:\n", commandUsage[fs.name])
+	fs.SetOutput(fs.stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(fs.stdout, exitStatuses)
+}
+
+// commandUsage is each command's synopsis.
+var commandUsage = map[string]string{
+	"list":    "mcpfn-catalog list [store flags]",
+	"get":     "mcpfn-catalog get [store flags] ID",
+	"tools":   "mcpfn-catalog tools [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID",
+	"changes": "mcpfn-catalog changes [store flags] ID",
+}
+
+// parseFlags parses fs from args. A flag error is a usage error;
+// flag.ErrHelp (after the usage is printed) is returned as is.
+func parseFlags(fs *flagSet, args []string) error {
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return "", err
+		fs.help()
+		return err
 	} else if err != nil {
-		return "", usageError{err.Error()}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// parse parses fs from args and returns the one ID after the flags.
+func parse(fs *flagSet, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
 	}
 	switch rest := fs.Args(); {
 	case len(rest) == 0:
@@ -206,65 +239,4 @@ func parse(fs *flag.FlagSet, args []string) (string, error) {
 		return "", usagef("want one catalog ID, got %q (flags come before the ID)", rest)
 	}
 	return fs.Arg(0), nil
-}
-
-// read opens the store sf chooses and gets id, within sf.timeout. A
-// missing catalog is reported as such.
-func read(ctx context.Context, sf storeFlags, getenv func(string) string, id string) (*catalog.Catalog, error) {
-	if err := catalog.ValidateID(id); err != nil {
-		return nil, err
-	}
-	if sf.timeout <= 0 {
-		return nil, usagef("--timeout %s: want a positive duration", sf.timeout)
-	}
-	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
-	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.Get(ctx, id)
-	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("catalog %q not found", id)
-	}
-	return c, err
-}
-
-// open returns the store sf names: flags first, then the functions'
-// environment variables. A directory store must already exist.
-func open(ctx context.Context, sf storeFlags, getenv func(string) string) (getter, error) {
-	table, dir := sf.table, sf.dir
-	switch {
-	case table != "" && dir != "":
-		return nil, usagef("give --table or --dir, not both")
-	case table == "" && dir == "":
-		if table = getenv(startup.EnvCatalogTable); table == "" {
-			dir = getenv(startup.EnvCatalogDir)
-		}
-	}
-	switch {
-	case table == "" && dir == "":
-		return nil, usagef("no store: give --table or --dir (or set %s or %s)", startup.EnvCatalogTable, startup.EnvCatalogDir)
-	case table == "" && sf.endpoint != "":
-		return nil, usagef("--endpoint needs --table")
-	case table == "":
-		if fi, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("directory store: %w", err)
-		} else if !fi.IsDir() {
-			return nil, fmt.Errorf("directory store %s: not a directory", dir)
-		}
-		return catalog.NewDir(dir)
-	}
-	var opts []func(*dynamodb.Options)
-	if sf.endpoint != "" {
-		if u, err := url.Parse(sf.endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usagef("--endpoint %q: want an http or https URL", sf.endpoint)
-		}
-		opts = append(opts, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(sf.endpoint) })
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
-	return catalog.NewDynamo(dynamodb.NewFromConfig(cfg, opts...), table), nil
 }
