@@ -108,6 +108,7 @@ type Dynamo struct {
 	nameIndexMax int
 	exceptionMax int
 	chunkBytes   int // manifest bytes per item
+	sealer       Sealer
 }
 
 // DynamoOption configures a Dynamo store.
@@ -179,7 +180,9 @@ type head struct {
 	nameHints       []byte // hintsByte per nameIndex entry; nil before hints
 	retiring        string // the version the last flip replaced
 	failure         *Failure
-	serverURL       string
+	sealedURL       []byte // server_url_sealed
+	clearURL        string // server_url, as heads kept it before sealing
+	origin          string
 	vaultIDs        []string
 	interval        time.Duration
 	intervalSet     bool
@@ -204,6 +207,10 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	now := s.now()
 	if d.StartedAt.IsZero() {
 		d.StartedAt = now
+	}
+	d, err := s.sealSchedule(ctx, id, d)
+	if err != nil {
+		return PutResult{}, err
 	}
 	p := prepare(id, d)
 	h, err := s.head(ctx, id)
@@ -634,6 +641,9 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 			return nil, err
 		}
 		if !whole || len(tools) != h.toolCount || len(refused) != h.refusedCount {
+			if err := s.missing(ctx, id, h, tools, refused); err != nil {
+				return nil, err
+			}
 			continue // the version was replaced and is being deleted
 		}
 		c.Tools, c.Refused = tools, refused
@@ -902,7 +912,7 @@ func (h *head) catalog(id string) *Catalog {
 		DiscoveredAt:    h.discoveredAt,
 		CheckedAt:       h.checkedAt,
 		LastFailure:     h.failure,
-		ServerURL:       h.serverURL,
+		ServerOrigin:    h.origin,
 		VaultIDs:        h.vaultIDs,
 		RefreshInterval: h.interval,
 		NextDue:         h.nextDue,
@@ -1047,27 +1057,6 @@ func itemKey(id, sk string) map[string]types.AttributeValue {
 		PartitionKey: &types.AttributeValueMemberS{Value: id},
 		SortKey:      &types.AttributeValueMemberS{Value: sk},
 	}
-}
-
-func stringAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func binaryAttr(item map[string]types.AttributeValue, name string) []byte {
-	if v, ok := item[name].(*types.AttributeValueMemberB); ok {
-		return v.Value
-	}
-	return nil
-}
-
-func numberAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		return v.Value
-	}
-	return ""
 }
 
 // discovery adds d's kept ServerDiscovery to set, or its removal to

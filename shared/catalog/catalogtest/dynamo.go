@@ -4,9 +4,12 @@
 package catalogtest
 
 import (
+	"context"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -25,4 +28,17 @@ func NewDynamo(tb testing.TB, m *awstest.Moto, opts ...catalog.DynamoOption) *ca
 	tb.Helper()
 	client, table := NewTable(tb, m)
 	return catalog.NewDynamo(Strict(tb, client), table, opts...)
+}
+
+// NewSealer creates a KMS key on m and returns a catalog.KMS over it, its
+// client configured for m.
+func NewSealer(tb testing.TB, m *awstest.Moto) catalog.KMS {
+	tb.Helper()
+	ctx := context.Background()
+	client := kms.NewFromConfig(m.Config(ctx))
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("catalogtest " + tb.Name())})
+	if err != nil {
+		tb.Fatalf("create a KMS key on moto: %v", err)
+	}
+	return catalog.KMS{API: client, KeyID: aws.ToString(out.KeyMetadata.KeyId)}
 }
