@@ -17,10 +17,10 @@ import (
 
 // scheduleOf is the schedule fields Get reports.
 type scheduleOf struct {
-	Origin    string
-	VaultIDs  []string
-	Interval  time.Duration
-	NextDue   time.Time
+	Origin   string
+	VaultIDs []string
+	Interval time.Duration
+	NextDue  time.Time
 }
 
 func getSchedule(t *testing.T, s catalog.Store, id string) scheduleOf {
