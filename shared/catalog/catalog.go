@@ -153,6 +153,9 @@ type Store interface {
 	Lookup(ctx context.Context, id, toolName string) (Membership, error)
 	// RecordFailure records a failed discovery; the tools stay as they are.
 	RecordFailure(ctx context.Context, id string, f Failure) error
+	// ServerURL opens the server URL the catalog's schedule keeps, for a
+	// re-discovery; an error wraps ErrNoServerURL when it keeps none.
+	ServerURL(ctx context.Context, id string) (string, error)
 }
 
 var (

@@ -208,11 +208,12 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	if d.StartedAt.IsZero() {
 		d.StartedAt = now
 	}
-	d, err := s.sealSchedule(ctx, id, d)
+	url, err := s.sealURL(ctx, id, d.Schedule)
 	if err != nil {
 		return PutResult{}, err
 	}
 	p := prepare(id, d)
+	p.url = url
 	h, err := s.head(ctx, id)
 	if err != nil {
 		return PutResult{}, err
@@ -464,7 +465,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
 	}
 	set, remove := e.discovery(p.d, set, nil)
-	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
+	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
 	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
 		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
 	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
@@ -515,7 +516,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *pl
 		remove = append(remove, e.n(attrModelExceptions), e.n(attrModelsInItems))
 	}
 	set, remove = e.discovery(p.d, set, remove)
-	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
+	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
 	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
 	if h.version == "" {
 		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"

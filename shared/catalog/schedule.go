@@ -50,8 +50,12 @@ type Schedule struct {
 	ServerURL string
 	VaultIDs  []string
 	Interval  *time.Duration
+}
 
-	sealed []byte // ServerURL sealed; nil without a Sealer
+// sealedURL is a Schedule's server URL as the head keeps it: sealed (nil
+// without a Sealer), and its origin.
+type sealedURL struct {
+	sealed []byte
 	origin string
 }
 
@@ -73,9 +77,9 @@ func (sc *Schedule) interval(h head) time.Duration {
 	return DefaultRefreshInterval
 }
 
-// schedule adds the attributes a Put of sc records for id to set and
-// remove; nothing when sc is nil.
-func (e *expr) schedule(id string, sc *Schedule, h head, started time.Time, set, remove []string) ([]string, []string) {
+// schedule adds the attributes a Put of sc (its URL as url) records for
+// id to set and remove; nothing when sc is nil.
+func (e *expr) schedule(id string, sc *Schedule, url sealedURL, h head, started time.Time, set, remove []string) ([]string, []string) {
 	if sc == nil {
 		return set, remove
 	}
@@ -84,9 +88,9 @@ func (e *expr) schedule(id string, sc *Schedule, h head, started time.Time, set,
 	for i, v := range sc.VaultIDs {
 		vaults[i] = &types.AttributeValueMemberS{Value: v}
 	}
-	set = append(set, e.n(OriginAttribute)+" = "+e.s("so", sc.origin))
-	if sc.sealed != nil {
-		set = append(set, e.n(SealedURLAttribute)+" = "+e.b("su", sc.sealed))
+	set = append(set, e.n(OriginAttribute)+" = "+e.s("so", url.origin))
+	if url.sealed != nil {
+		set = append(set, e.n(SealedURLAttribute)+" = "+e.b("su", url.sealed))
 	} else {
 		remove = append(remove, e.n(SealedURLAttribute))
 	}

@@ -96,35 +96,33 @@ func (s *Dynamo) ServerURL(ctx context.Context, id string) (string, error) {
 	case len(h.sealedURL) > 0 && s.sealer != nil:
 		return s.sealer.Open(ctx, id, h.sealedURL)
 	case len(h.sealedURL) > 0:
-		return "", fmt.Errorf("%w: catalog %q has a sealed server URL and the store no key to open it", ErrNoServerURL, id)
+		return "", fmt.Errorf("%w: catalog %q: the store has no key to open its sealed URL", ErrNoServerURL, id)
 	case h.clearURL != "":
 		return h.clearURL, nil
 	case !h.exists:
 		return "", fmt.Errorf("%w: catalog %q has no head", ErrNoServerURL, id)
 	}
-	return "", fmt.Errorf("%w: the head of catalog %q keeps none", ErrNoServerURL, id)
+	return "", fmt.Errorf("%w: catalog %q keeps none", ErrNoServerURL, id)
 }
 
 // ServerURL of the directory store: it keeps no schedule, so always
 // ErrNoServerURL.
 func (s *Dir) ServerURL(_ context.Context, id string) (string, error) {
-	return "", fmt.Errorf("%w: the directory store keeps no schedule (catalog %q)", ErrNoServerURL, id)
+	return "", fmt.Errorf("%w: catalog %q: the directory store keeps none", ErrNoServerURL, id)
 }
 
-// sealSchedule returns d with its Schedule's URL sealed for id (when
-// the store has a Sealer) and its origin taken.
-func (s *Dynamo) sealSchedule(ctx context.Context, id string, d Discovery) (Discovery, error) {
-	if d.Schedule == nil {
-		return d, nil
+// sealURL returns sc's server URL as the head keeps it for id: sealed
+// when the store has a Sealer, and its origin. Zero when sc is nil.
+func (s *Dynamo) sealURL(ctx context.Context, id string, sc *Schedule) (sealedURL, error) {
+	if sc == nil {
+		return sealedURL{}, nil
 	}
-	sc := *d.Schedule
-	sc.origin = text.Origin(sc.ServerURL)
+	u := sealedURL{origin: text.Origin(sc.ServerURL)}
 	if s.sealer != nil {
 		var err error
-		if sc.sealed, err = s.sealer.Seal(ctx, id, sc.ServerURL); err != nil {
-			return d, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		if u.sealed, err = s.sealer.Seal(ctx, id, sc.ServerURL); err != nil {
+			return sealedURL{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
-	d.Schedule = &sc
-	return d, nil
+	return u, nil
 }
