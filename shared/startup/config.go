@@ -30,6 +30,7 @@ const (
 	EnvReserve          = "MCPFN_RESERVE"
 	EnvOperationTimeout = "MCPFN_OPERATION_TIMEOUT"
 	EnvLogLevel         = "MCPFN_LOG_LEVEL"
+	EnvSealKeyID        = "MCPFN_SEAL_KEY_ID"
 )
 
 // Defaults and bounds of the settings.
@@ -61,6 +62,7 @@ type Settings struct {
 	OperationTimeout time.Duration
 	LogLevel         slog.Level
 	Memory           Memory // from EnvMemorySize
+	SealKeyID        string // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -75,6 +77,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		DLQURL:           getenv(EnvDLQURL),
 		DiscoverQueueURL: getenv(EnvDiscoverQueueURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
+		SealKeyID:        getenv(EnvSealKeyID),
 		MaxResultBytes:   render.DefaultMaxBytes,
 		Concurrency:      runner.DefaultConcurrency,
 		Reserve:          runner.DefaultReserve,
@@ -97,6 +100,9 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 				bad(name, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
 			}
 		}
+	}
+	if s.SealKeyID == "" && s.CatalogTable != "" && s.DiscoverQueueURL != "" {
+		bad(EnvSealKeyID, "required with %s and %s: the KMS key that seals the server URLs of scheduled catalogs", EnvCatalogTable, EnvDiscoverQueueURL)
 	}
 	if v := getenv(EnvMaxResultBytes); v != "" {
 		n, err := strconv.Atoi(v)

@@ -37,7 +37,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvDiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
 				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
-				EnvMemorySize: "1024",
+				EnvMemorySize: "1024", EnvSealKeyID: "alias/mcpfn-server-urls",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -46,7 +46,8 @@ func TestLoadSettings(t *testing.T) {
 					DiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover",
 					ResultsBucket:    "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
-					Memory: Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
+					Memory:    Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
+					SealKeyID: "alias/mcpfn-server-urls",
 				}
 			},
 		},
@@ -57,6 +58,8 @@ func TestLoadSettings(t *testing.T) {
 		{name: "tiny result limit", env: map[string]string{EnvMaxResultBytes: "10"}, wantErr: []string{EnvMaxResultBytes}},
 		{name: "DLQ name instead of URL", env: map[string]string{EnvDLQURL: "my-dlq"}, wantErr: []string{EnvDLQURL}},
 		{name: "discover queue name instead of URL", env: map[string]string{EnvDiscoverQueueURL: "discover"}, wantErr: []string{EnvDiscoverQueueURL}},
+		{name: "table and discover queue without a seal key", env: map[string]string{EnvCatalogTable: "catalog", EnvDiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover"}, wantErr: []string{EnvSealKeyID}},
+		{name: "table without a discover queue needs no seal key", env: map[string]string{EnvCatalogTable: "catalog"}, want: func(s *Settings) { s.CatalogTable = "catalog" }},
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},
