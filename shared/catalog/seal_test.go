@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,48 +19,6 @@ import (
 // URLs do.
 const canaryURL = "https://mcp.example.com:8443/mcp/sk-canary-path-7f3a?api_key=sk-canary-query-91bd"
 
-// scanRaw returns every item of table, each printed with %v: the bytes a
-// reader of the table (or a backup) sees.
-func scanRaw(t *testing.T, client *dynamodb.Client, table string) []byte {
-	t.Helper()
-	var all bytes.Buffer
-	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range out.Items {
-			for k, v := range it {
-				fmt.Fprintf(&all, "%s=%s\n", k, attrBytes(v))
-			}
-		}
-	}
-	return all.Bytes()
-}
-
-func attrBytes(v types.AttributeValue) []byte {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return []byte(v.Value)
-	case *types.AttributeValueMemberB:
-		return v.Value
-	case *types.AttributeValueMemberL:
-		var b []byte
-		for _, e := range v.Value {
-			b = append(append(b, attrBytes(e)...), ',')
-		}
-		return b
-	case *types.AttributeValueMemberM:
-		var b []byte
-		for k, e := range v.Value {
-			b = append(append(append(b, k...), '='), attrBytes(e)...)
-		}
-		return b
-	}
-	return []byte(fmt.Sprint(v))
-}
-
 func TestSealedServerURL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -72,7 +29,7 @@ func TestSealedServerURL(t *testing.T) {
 	d.Schedule = &catalog.Schedule{ServerURL: canaryURL, VaultIDs: []string{"team"}}
 	catalogtest.MustPut(t, s, "sealed", d)
 
-	raw := scanRaw(t, client, table)
+	raw := catalogtest.TableBytes(t, client, table)
 	for _, canary := range []string{"sk-canary-path-7f3a", "sk-canary-query-91bd", "/mcp/"} {
 		if bytes.Contains(raw, []byte(canary)) {
 			t.Errorf("the table holds %q in the clear", canary)
@@ -156,7 +113,7 @@ func TestServerURLWithoutSealer(t *testing.T) {
 	d := catalogtest.Discover(catalogtest.Listing(1, "a"), 0)
 	d.Schedule = &catalog.Schedule{ServerURL: canaryURL}
 	catalogtest.MustPut(t, s, "legacy", d)
-	if bytes.Contains(scanRaw(t, client, table), []byte("sk-canary")) {
+	if bytes.Contains(catalogtest.TableBytes(t, client, table), []byte("sk-canary")) {
 		t.Error("the clear URL is still in the table after a Put")
 	}
 	if _, err := s.ServerURL(ctx, "legacy"); !errors.Is(err, catalog.ErrNoServerURL) {
