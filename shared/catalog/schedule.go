@@ -14,9 +14,10 @@ import (
 // The schedule on the head (docs/catalog.md "The schedule"). Put writes
 // the server (sealed, see SealedURLAttribute), vaults, interval, due time
 // and due shard; shared/schedule writes the rest. ServerURLAttribute is
-// the URL in the clear as heads kept it before sealing: Put removes it. DueIndex is a sparse global secondary index: only a
-// scheduled head has DueShardAttribute, so it holds one entry per
-// scheduled catalog, keyed by shard and due time (epoch seconds).
+// the URL in the clear as heads kept it before sealing: Put removes it.
+// DueIndex is a sparse global secondary index: only a scheduled head has
+// DueShardAttribute, so it holds one entry per scheduled catalog, keyed by
+// shard and due time (epoch seconds).
 const (
 	DueIndex                = "due"
 	DueShardAttribute       = "due_shard"
@@ -40,8 +41,9 @@ var DueIndexProjection = []string{ServerURLAttribute, VaultIDsAttribute, Interva
 // Schedule is how to discover a catalog again. When Discovery.Schedule is
 // set, a Put that records the discovery (stored or confirmed unchanged)
 // records ServerURL (sealed by the store's Sealer, with its origin in the
-// clear; the origin only without a Sealer) and VaultIDs, and the interval: *Interval when set,
-// else the recorded one, DefaultRefreshInterval for a catalog without one;
+// clear; the origin only without a Sealer) and VaultIDs, and the interval:
+// *Interval when set, else the recorded one, DefaultRefreshInterval for a
+// catalog without one;
 // 0 takes the catalog off the schedule. It makes the catalog due one
 // interval after the discovery started and ends a failure streak. A nil
 // Schedule leaves every schedule attribute as it is. The directory store
