@@ -23,7 +23,7 @@ import (
 // TestStaleBurstEnqueuesOneRediscovery: a catalog lists a tool the server
 // has since renamed; a burst of 20 calls to the old name through the real
 // call binary each get the server's refusal as their tool_result, and the
-// discover queue gets exactly one re-discovery, for the head's server.
+// discover queue gets exactly one re-discovery of the catalog.
 func TestStaleBurstEnqueuesOneRediscovery(t *testing.T) {
 	server := startExampleServer(t, false)
 	s := newStack(t, stackOptions{allow: []string{allowOnly(t, server)}})
@@ -55,7 +55,7 @@ func TestStaleBurstEnqueuesOneRediscovery(t *testing.T) {
 		outcomes = append(outcomes, rediscovery(res.Logs))
 	}
 	bodies := s.drain(t, s.discoverQueue)
-	want := []string{string(mustJSON(t, map[string]any{"catalog_id": "renamed", "server_url": server}))}
+	want := []string{string(mustJSON(t, map[string]any{"catalog_id": "renamed"}))} // the URL stays sealed
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("discover queue (-want +got):\n%s", diff)
 	}
@@ -124,8 +124,8 @@ func TestSweepEventEnqueuesDueCatalogs(t *testing.T) {
 	bodies := s.drain(t, s.discoverQueue)
 	slices.Sort(bodies)
 	want := []string{
-		string(mustJSON(t, map[string]any{"catalog_id": "due-a", "server_url": server})),
-		string(mustJSON(t, map[string]any{"catalog_id": "due-b", "server_url": server})),
+		string(mustJSON(t, map[string]any{"catalog_id": "due-a"})),
+		string(mustJSON(t, map[string]any{"catalog_id": "due-b"})),
 	}
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("discover queue (-want +got):\n%s", diff)

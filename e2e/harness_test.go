@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -42,6 +43,7 @@ type stack struct {
 	secretsPrefix string
 	dlq           map[string]string // function name → DLQ URL
 	discoverQueue string            // MCPFN_DISCOVER_QUEUE_URL of both functions
+	sealKey       string            // MCPFN_SEAL_KEY_ID of both functions
 	tasks         *runnertest.TaskRecorder
 	discover      *rietest.Function
 	call          *rietest.Function
@@ -72,7 +74,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err := ledger.CreateTable(ctx, db, s.callsTable); err != nil {
 		t.Fatal(err)
 	}
-	s.store = catalog.NewDynamo(db, s.catalogTable)
 	for _, fn := range []string{"discover", "call"} {
 		out, err := s.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-" + fn + "-dlq")})
 		if err != nil {
@@ -85,6 +86,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	s.discoverQueue = aws.ToString(out.QueueUrl)
+	key, err := kms.NewFromConfig(cfg).CreateKey(ctx, &kms.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sealKey = aws.ToString(key.KeyMetadata.KeyId)
+	s.store = catalog.NewDynamo(db, s.catalogTable, catalog.WithSealer(catalog.KMS{API: kms.NewFromConfig(cfg), KeyID: s.sealKey}))
 	s.tasks = runnertest.NewTaskRecorder()
 	t.Cleanup(s.tasks.Close)
 
@@ -96,6 +103,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		"MCPFN_EGRESS_ALLOW="+strings.Join(o.allow, ","),
 		"MCPFN_CATALOG_TABLE="+s.catalogTable,
 		"MCPFN_DISCOVER_QUEUE_URL="+s.discoverQueue,
+		"MCPFN_SEAL_KEY_ID="+s.sealKey,
 		"MCPFN_SECRETS_PREFIX="+s.secretsPrefix,
 		"MCPFN_LOG_LEVEL=INFO",
 	)

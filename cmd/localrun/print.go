@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -140,8 +139,8 @@ func (p *printer) makingDue(ids []string) {
 	}
 }
 
-// queued prints the discover requests on the discover queue: catalog,
-// server origin (never its path or query) and vaults.
+// queued prints the discover requests on the discover queue: catalog and
+// vaults (a re-discovery carries no URL: discover opens the sealed one).
 func (p *printer) queued(bodies []string) {
 	if len(bodies) == 0 {
 		p.f("  discover queue: empty\n")
@@ -149,18 +148,13 @@ func (p *printer) queued(bodies []string) {
 	for _, b := range bodies {
 		var r struct {
 			CatalogID string   `json:"catalog_id"`
-			ServerURL string   `json:"server_url"`
 			VaultIDs  []string `json:"vault_ids"`
 		}
 		if json.Unmarshal([]byte(b), &r) != nil {
 			p.f("  discover queue: a message that is not a discover request\n")
 			continue
 		}
-		origin := "?"
-		if u, err := url.Parse(r.ServerURL); err == nil {
-			origin = u.Scheme + "://" + u.Host
-		}
-		p.f("  discover queue: a discover request for catalog %q (server %s, vaults %v)\n", r.CatalogID, origin, r.VaultIDs)
+		p.f("  discover queue: a re-discovery of catalog %q (its sealed server URL, vaults %v)\n", r.CatalogID, r.VaultIDs)
 	}
 }
 

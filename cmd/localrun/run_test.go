@@ -108,7 +108,7 @@ func TestRunShowsASweep(t *testing.T) {
 	for _, want := range []string{
 		`localrun makes catalog "example" due now`,
 		"swept: 1 due, 1 enqueued, 0 backing off",
-		`discover queue: a discover request for catalog "example" (server http://127.0.0.1:`,
+		`discover queue: a re-discovery of catalog "example" (its sealed server URL, vaults [])`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

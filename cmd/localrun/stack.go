@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -54,6 +55,7 @@ type stack struct {
 	call      *rietest.Function
 	dlqs      map[string]string // function name → DLQ URL (moto only)
 	queueURL  string            // the discover queue (moto only)
+	sealKey   string            // the KMS key sealing server URLs (moto only)
 	oauth     *oauthPart        // nil without moto
 	closers   []func() error
 }
@@ -266,7 +268,8 @@ func (s *stack) startStore(ctx context.Context, cfg stackConfig) ([]string, erro
 	}, nil
 }
 
-// provision creates the catalog and calls tables and both DLQs in moto.
+// provision creates the catalog and calls tables, both DLQs, the discover
+// queue and the KMS key that seals server URLs in moto.
 func (s *stack) provision(ctx context.Context) error {
 	cfg := s.moto.Config(ctx)
 	db := dynamodb.NewFromConfig(cfg)
@@ -290,6 +293,11 @@ func (s *stack) provision(ctx context.Context) error {
 		return fmt.Errorf("create queue %s: %w", discoverQ, err)
 	}
 	s.queueURL = aws.ToString(out.QueueUrl)
+	key, err := kms.NewFromConfig(cfg).CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("mcpfn localrun: server URLs")})
+	if err != nil {
+		return fmt.Errorf("create the KMS key: %w", err)
+	}
+	s.sealKey = aws.ToString(key.KeyMetadata.KeyId)
 	return nil
 }
 
@@ -366,7 +374,7 @@ func (s *stack) functionEnv(name string) []string {
 	if s.moto == nil {
 		return nil
 	}
-	env := []string{"MCPFN_CATALOG_TABLE=" + catalogTable, "MCPFN_DLQ_URL=" + s.dlqs[name], "MCPFN_DISCOVER_QUEUE_URL=" + s.queueURL}
+	env := []string{"MCPFN_CATALOG_TABLE=" + catalogTable, "MCPFN_DLQ_URL=" + s.dlqs[name], "MCPFN_DISCOVER_QUEUE_URL=" + s.queueURL, "MCPFN_SEAL_KEY_ID=" + s.sealKey}
 	if name == "call" {
 		env = append(env, "MCPFN_CALLS_TABLE="+callsTable)
 	}

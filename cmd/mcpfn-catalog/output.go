@@ -12,7 +12,8 @@ import (
 
 // catalogJSON is what get prints (docs/contract.md). Tools carry every
 // stored field under mcp.Tool's snake_case names. DiscoveredAt and
-// CheckedAt are absent when only a failure is recorded.
+// CheckedAt are absent when only a failure is recorded. The server's
+// origin is the only part of its URL printed (the head keeps it sealed).
 type catalogJSON struct {
 	ID              string        `json:"id"`
 	Version         string        `json:"version"`
@@ -30,6 +31,7 @@ type catalogJSON struct {
 type serverJSON struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	Origin  string `json:"origin,omitempty"`
 }
 
 type failureJSON struct {
@@ -50,7 +52,7 @@ type anthropicTool struct {
 func catalogOutput(c *catalog.Catalog) catalogJSON {
 	out := catalogJSON{
 		ID: c.ID, Version: c.Version, ProtocolVersion: c.ProtocolVersion,
-		Server:       serverJSON{Name: c.ServerName, Version: c.ServerVersion},
+		Server:       serverJSON{Name: c.ServerName, Version: c.ServerVersion, Origin: c.ServerOrigin},
 		ContentHash:  c.ContentHash,
 		DiscoveredAt: timestamp(c.DiscoveredAt), CheckedAt: timestamp(c.CheckedAt),
 		ToolCount: len(c.Tools), Refused: c.Refused, Tools: c.Tools,

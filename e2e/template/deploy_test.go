@@ -184,7 +184,7 @@ func TestMemorySizeGivesEveryRecordASlot(t *testing.T) {
 // as SendMessageBatch is no action: its single form authorizes it.
 var iamActions = []string{
 	"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem",
-	"kms:Decrypt", "kms:GenerateDataKey",
+	"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey",
 	"lambda:InvokeFunction",
 	"logs:CreateLogDelivery", "logs:CreateLogStream", "logs:DeleteLogDelivery", "logs:DescribeLogGroups", "logs:DescribeResourcePolicies",
 	"logs:GetLogDelivery", "logs:ListLogDeliveries", "logs:PutLogEvents", "logs:PutResourcePolicy", "logs:UpdateLogDelivery",

@@ -23,6 +23,7 @@ func TestEnvironmentIsAcceptedByTheFunctions(t *testing.T) {
 	refs := map[string]string{
 		"AWS::DynamoDB::Table": "mcpfn-table",
 		"AWS::SQS::Queue":      "https://sqs.us-east-1.amazonaws.com/123456789012/mcpfn-queue",
+		"AWS::KMS::Key":        "1234abcd-12ab-34cd-56ef-1234567890ab",
 	}
 	type variant struct {
 		name  string

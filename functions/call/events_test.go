@@ -85,16 +85,14 @@ func (c *fakeCatalog) Lookup(_ context.Context, id, tool string) (catalog.Member
 }
 
 // fakeStale grants one re-discovery per catalog (later ones are
-// deduplicated) and answers the head's server, headServer.
+// deduplicated) and answers the call's vaults.
 type fakeStale struct {
 	mu      sync.Mutex
 	granted map[string]bool
 	fail    error
 }
 
-const headServer = "https://recorded.example.com/mcp"
-
-func (s *fakeStale) StaleRequest(_ context.Context, id string, fallback schedule.Request) (schedule.Request, bool, error) {
+func (s *fakeStale) StaleRequest(_ context.Context, id string, vaultIDs []string) (schedule.Request, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -107,7 +105,7 @@ func (s *fakeStale) StaleRequest(_ context.Context, id string, fallback schedule
 		s.granted = map[string]bool{}
 	}
 	s.granted[id] = true
-	return schedule.Request{CatalogID: id, ServerURL: headServer, VaultIDs: fallback.VaultIDs}, true, nil
+	return schedule.Request{CatalogID: id, VaultIDs: vaultIDs}, true, nil
 }
 
 // fakeRediscoveries records the discover requests sent.

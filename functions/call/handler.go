@@ -64,9 +64,10 @@ type Ledger interface {
 }
 
 // Stale deduplicates the re-discoveries calls request (at most one per
-// catalog per minute) and says where to discover the catalog.
+// catalog per minute) and says with which vaults to discover the catalog;
+// discover opens the server URL the catalog's head keeps sealed.
 type Stale interface {
-	StaleRequest(ctx context.Context, id string, fallback schedule.Request) (schedule.Request, bool, error)
+	StaleRequest(ctx context.Context, id string, vaultIDs []string) (schedule.Request, bool, error)
 }
 
 // Rediscoveries sends a discover request to the discover queue.
@@ -340,8 +341,8 @@ const (
 )
 
 // rediscover requests one re-discovery of the call's catalog, for reason:
-// deduplicated through Stale, sent through Rediscoveries to the server and
-// vaults the catalog's head records (else the call's own). It changes
+// deduplicated through Stale, sent through Rediscoveries with the vaults
+// the catalog's head records (else the call's own), never the URL. It changes
 // nothing in the call's answer; the summary line says what happened.
 func (h *Handler) rediscover(ctx context.Context, it *runner.Item, req Request, reason staleReason) {
 	it.Annotate(slog.String("rediscovery_reason", string(reason)))
@@ -356,7 +357,7 @@ func (h *Handler) rediscover(ctx context.Context, it *runner.Item, req Request, 
 		log.Warn("the catalog is stale; re-discovery skipped: the catalog store keeps no schedule", "variable", startup.EnvCatalogTable)
 		return
 	}
-	dreq, ok, err := h.Stale.StaleRequest(ctx, req.CatalogID, schedule.Request{CatalogID: req.CatalogID, ServerURL: req.ServerURL, VaultIDs: req.VaultIDs})
+	dreq, ok, err := h.Stale.StaleRequest(ctx, req.CatalogID, req.VaultIDs)
 	if err == nil && ok {
 		err = h.Rediscoveries.Send(ctx, dreq)
 	}

@@ -77,7 +77,7 @@ func TestStaleCatalogRequestsRediscovery(t *testing.T) {
 				}
 				return
 			}
-			want := []schedule.Request{{CatalogID: "example", ServerURL: headServer, VaultIDs: []string{"team"}}}
+			want := []schedule.Request{{CatalogID: "example", VaultIDs: []string{"team"}}}
 			if diff := cmp.Diff(want, e.queue.sent); diff != "" {
 				t.Errorf("re-discoveries (-want +got):\n%s", diff)
 			}

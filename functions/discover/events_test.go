@@ -73,6 +73,18 @@ func (s *fakeStore) Put(_ context.Context, id string, d catalog.Discovery) (cata
 	return catalog.PutResult{Version: fmt.Sprintf("%s-v%d", id, len(s.puts[id])), ToolCount: len(d.Listing.Tools), Refused: d.Listing.Refused}, nil
 }
 
+// ServerURL answers the server URL of id's last Put with a schedule.
+func (s *fakeStore) ServerURL(_ context.Context, id string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.puts[id]) - 1; i >= 0; i-- {
+		if sc := s.puts[id][i].Schedule; sc != nil {
+			return sc.ServerURL, nil
+		}
+	}
+	return "", fmt.Errorf("%w: catalog %q keeps none", catalog.ErrNoServerURL, id)
+}
+
 func (s *fakeStore) RecordFailure(_ context.Context, id string, f catalog.Failure) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +114,7 @@ func (s *fakeSchedule) Sweep(ctx context.Context, q schedule.Enqueuer) (schedule
 	s.sweeps++
 	var reqs []schedule.Request
 	for i := range s.swept.Enqueued {
-		reqs = append(reqs, schedule.Request{CatalogID: fmt.Sprintf("due-%d", i), ServerURL: serverURL})
+		reqs = append(reqs, schedule.Request{CatalogID: fmt.Sprintf("due-%d", i)})
 	}
 	q.Enqueue(ctx, reqs)
 	return s.swept, s.err

@@ -22,8 +22,10 @@ import (
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
-// Request is a discover request (docs/contract.md). RefreshIntervalSeconds
-// nil keeps the catalog's recorded interval; 0 takes it off the schedule.
+// Request is a discover request (docs/contract.md). ServerURL empty
+// re-discovers the catalog from the URL its head keeps sealed.
+// RefreshIntervalSeconds nil keeps the catalog's recorded interval; 0
+// takes it off the schedule.
 type Request struct {
 	CatalogID              string   `json:"catalog_id"`
 	ServerURL              string   `json:"server_url"`
@@ -87,10 +89,11 @@ type Conn interface {
 
 var _ Conn = (*mcp.Conn)(nil)
 
-// Store records discoveries.
+// Store records discoveries and opens the server URL a catalog keeps.
 type Store interface {
 	Put(ctx context.Context, id string, d catalog.Discovery) (catalog.PutResult, error)
 	RecordFailure(ctx context.Context, id string, f catalog.Failure) error
+	ServerURL(ctx context.Context, id string) (string, error)
 }
 
 var (
@@ -146,7 +149,7 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
 	res, err := h.discover(ctx, it, req, start)
 	if err != nil {
-		if malformedURL := wire.TypeOf(err) == wire.InvalidRequest && errors.Is(err, guard.ErrBadURL); !malformedURL {
+		if recordable(err) {
 			h.recordFailure(ctx, it, req.CatalogID, err)
 		}
 		return nil, err
@@ -155,12 +158,12 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 }
 
 func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, start time.Time) (*Result, error) {
-	u, err := wire.CheckServerURL(req.ServerURL, h.Policy)
+	u, serverURL, err := h.server(ctx, it, req)
 	if err != nil {
 		return nil, err
 	}
 	it.SetServer(u)
-	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, serverURL, h.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +173,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if client == nil {
 		client = mcp.DefaultClient
 	}
-	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client}))
+	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: serverURL, HTTPClient: client}))
 	if err != nil {
 		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
@@ -193,7 +196,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		ServerVersion:   stats.ServerVersion,
 		ServerDiscovery: stats.Discovery,
 		StartedAt:       start,
-		Schedule:        &catalog.Schedule{ServerURL: req.ServerURL, VaultIDs: req.VaultIDs, Interval: req.interval()},
+		Schedule:        &catalog.Schedule{ServerURL: serverURL, VaultIDs: req.VaultIDs, Interval: req.interval()},
 	})
 	switch {
 	case errors.Is(err, catalog.ErrInvalidID):
@@ -385,11 +388,8 @@ func (r Request) interval() *time.Duration {
 
 // validate checks the fields Decode cannot, but the server URL.
 func (r Request) validate() error {
-	switch {
-	case r.CatalogID == "":
+	if r.CatalogID == "" {
 		return wire.Errorf(wire.InvalidRequest, nil, "catalog_id is required")
-	case r.ServerURL == "":
-		return wire.Errorf(wire.InvalidRequest, nil, "server_url is required")
 	}
 	if err := catalog.ValidateID(r.CatalogID); err != nil {
 		return wire.Errorf(wire.InvalidRequest, err, "catalog_id")

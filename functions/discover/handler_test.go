@@ -32,7 +32,7 @@ func TestValidation(t *testing.T) {
 		want    string
 	}{
 		{"no catalog_id", request(map[string]any{"catalog_id": nil}), "catalog_id is required"},
-		{"no server_url", request(map[string]any{"server_url": nil}), "server_url is required"},
+		{"no server_url, none stored", request(map[string]any{"server_url": nil}), `server_url is required: catalog: no stored server URL: catalog "example" keeps none`},
 		{"catalog_id too long", request(map[string]any{"catalog_id": strings.Repeat("c", 1025)}), "catalog_id: catalog: invalid catalog id: 1025 bytes, at most 1024"},
 		{"bad vault id", request(map[string]any{"vault_ids": []string{"../x"}}), `vault_ids: vault: bad vault id: "../x" has character '/' at byte 2`},
 		{"unknown field", []byte(`{"catalog_id":"c","server_url":"https://mcp.example.com/mcp","url":"x"}`), `unknown field "url"`},

@@ -87,9 +87,10 @@ type Changes struct {
 // every tool has its ModelName, distinct within the catalog. Changes is
 // the current version's diff against the one it replaced, and ChangedAt
 // that version's DiscoveredAt; nil and zero for versions stored before
-// diffs were kept. ServerURL, VaultIDs, RefreshInterval and NextDue are
-// the recorded schedule (see Schedule): empty when none is recorded,
-// NextDue zero when the catalog is off the schedule.
+// diffs were kept. ServerOrigin (the server URL's scheme://host:port;
+// the URL itself is sealed, see Dynamo.ServerURL), VaultIDs,
+// RefreshInterval and NextDue are the recorded schedule (see Schedule):
+// empty when none is recorded, NextDue zero when off the schedule.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -105,7 +106,7 @@ type Catalog struct {
 	Changes         *Changes
 	ChangedAt       time.Time
 	LastFailure     *Failure
-	ServerURL       string
+	ServerOrigin    string
 	VaultIDs        []string
 	RefreshInterval time.Duration
 	NextDue         time.Time
@@ -152,6 +153,9 @@ type Store interface {
 	Lookup(ctx context.Context, id, toolName string) (Membership, error)
 	// RecordFailure records a failed discovery; the tools stay as they are.
 	RecordFailure(ctx context.Context, id string, f Failure) error
+	// ServerURL opens the server URL the catalog's schedule keeps, for a
+	// re-discovery; an error wraps ErrNoServerURL when it keeps none.
+	ServerURL(ctx context.Context, id string) (string, error)
 }
 
 var (

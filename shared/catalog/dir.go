@@ -304,6 +304,9 @@ func (s *Dir) Get(ctx context.Context, id string) (*Catalog, error) {
 		}
 		var v dirVersion
 		if err := readJSON(filepath.Join(dir, h.Version+versionExt), &v); errors.Is(err, fs.ErrNotExist) {
+			if again, err := readHead(dir); err == nil && again.Version == h.Version {
+				return nil, missingFile(id, h.Version)
+			}
 			continue // replaced and swept since the head was read
 		} else if err != nil {
 			return nil, err

@@ -108,6 +108,7 @@ type Dynamo struct {
 	nameIndexMax int
 	exceptionMax int
 	chunkBytes   int // manifest bytes per item
+	sealer       Sealer
 }
 
 // DynamoOption configures a Dynamo store.
@@ -179,7 +180,9 @@ type head struct {
 	nameHints       []byte // hintsByte per nameIndex entry; nil before hints
 	retiring        string // the version the last flip replaced
 	failure         *Failure
-	serverURL       string
+	sealedURL       []byte // server_url_sealed
+	clearURL        string // server_url, as heads kept it before sealing
+	origin          string
 	vaultIDs        []string
 	interval        time.Duration
 	intervalSet     bool
@@ -205,7 +208,12 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 	if d.StartedAt.IsZero() {
 		d.StartedAt = now
 	}
+	url, err := s.sealURL(ctx, id, d.Schedule)
+	if err != nil {
+		return PutResult{}, err
+	}
 	p := prepare(id, d)
+	p.url = url
 	h, err := s.head(ctx, id)
 	if err != nil {
 		return PutResult{}, err
@@ -457,7 +465,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
 	}
 	set, remove := e.discovery(p.d, set, nil)
-	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
+	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
 	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
 		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
 	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
@@ -508,7 +516,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *pl
 		remove = append(remove, e.n(attrModelExceptions), e.n(attrModelsInItems))
 	}
 	set, remove = e.discovery(p.d, set, remove)
-	set, remove = e.schedule(id, p.d.Schedule, h, p.started, set, remove)
+	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
 	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
 	if h.version == "" {
 		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"
@@ -634,6 +642,9 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 			return nil, err
 		}
 		if !whole || len(tools) != h.toolCount || len(refused) != h.refusedCount {
+			if err := s.missing(ctx, id, h, tools, refused); err != nil {
+				return nil, err
+			}
 			continue // the version was replaced and is being deleted
 		}
 		c.Tools, c.Refused = tools, refused
@@ -902,7 +913,7 @@ func (h *head) catalog(id string) *Catalog {
 		DiscoveredAt:    h.discoveredAt,
 		CheckedAt:       h.checkedAt,
 		LastFailure:     h.failure,
-		ServerURL:       h.serverURL,
+		ServerOrigin:    h.origin,
 		VaultIDs:        h.vaultIDs,
 		RefreshInterval: h.interval,
 		NextDue:         h.nextDue,
@@ -1047,27 +1058,6 @@ func itemKey(id, sk string) map[string]types.AttributeValue {
 		PartitionKey: &types.AttributeValueMemberS{Value: id},
 		SortKey:      &types.AttributeValueMemberS{Value: sk},
 	}
-}
-
-func stringAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func binaryAttr(item map[string]types.AttributeValue, name string) []byte {
-	if v, ok := item[name].(*types.AttributeValueMemberB); ok {
-		return v.Value
-	}
-	return nil
-}
-
-func numberAttr(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		return v.Value
-	}
-	return ""
 }
 
 // discovery adds d's kept ServerDiscovery to set, or its removal to

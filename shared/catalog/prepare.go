@@ -65,6 +65,7 @@ type prepared struct {
 	refused []mcp.Refusal
 	hash    string
 	d       Discovery
+	url     sealedURL // d.Schedule's server URL as the head keeps it
 }
 
 // newKey returns a version/order key for a discovery started at t: the UTC

@@ -7,13 +7,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/mcpfn/mcpfn/shared/text"
 )
 
 // The schedule on the head (docs/catalog.md "The schedule"). Put writes
-// the server, vaults, interval, due time and due shard; shared/schedule
-// writes the rest. DueIndex is a sparse global secondary index: only a
-// scheduled head has DueShardAttribute, so it holds one entry per
-// scheduled catalog, keyed by shard and due time (epoch seconds).
+// the server (sealed, see SealedURLAttribute), vaults, interval, due time
+// and due shard; shared/schedule writes the rest. ServerURLAttribute is
+// the URL in the clear as heads kept it before sealing: Put removes it.
+// DueIndex is a sparse global secondary index: only a scheduled head has
+// DueShardAttribute, so it holds one entry per scheduled catalog, keyed by
+// shard and due time (epoch seconds).
 const (
 	DueIndex                = "due"
 	DueShardAttribute       = "due_shard"
@@ -30,12 +34,16 @@ const (
 
 // DueIndexProjection is the non-key attributes DueIndex carries: what a
 // sweep needs to enqueue a discovery without reading the head.
+// ServerURLAttribute stays projected so that a deployed index keeps its
+// definition; no head Put writes carries it.
 var DueIndexProjection = []string{ServerURLAttribute, VaultIDsAttribute, IntervalAttribute, FailuresAttribute, RetryAfterAttribute}
 
 // Schedule is how to discover a catalog again. When Discovery.Schedule is
 // set, a Put that records the discovery (stored or confirmed unchanged)
-// records ServerURL and VaultIDs, and the interval: *Interval when set,
-// else the recorded one, DefaultRefreshInterval for a catalog without one;
+// records ServerURL (sealed by the store's Sealer, with its origin in the
+// clear; the origin only without a Sealer) and VaultIDs, and the interval:
+// *Interval when set, else the recorded one, DefaultRefreshInterval for a
+// catalog without one;
 // 0 takes the catalog off the schedule. It makes the catalog due one
 // interval after the discovery started and ends a failure streak. A nil
 // Schedule leaves every schedule attribute as it is. The directory store
@@ -44,6 +52,13 @@ type Schedule struct {
 	ServerURL string
 	VaultIDs  []string
 	Interval  *time.Duration
+}
+
+// sealedURL is a Schedule's server URL as the head keeps it: sealed (nil
+// without a Sealer), and its origin.
+type sealedURL struct {
+	sealed []byte
+	origin string
 }
 
 // DueShard is the DueIndex partition of id: "0" to DueShards-1.
@@ -64,9 +79,9 @@ func (sc *Schedule) interval(h head) time.Duration {
 	return DefaultRefreshInterval
 }
 
-// schedule adds the attributes a Put of sc records for id to set and
-// remove; nothing when sc is nil.
-func (e *expr) schedule(id string, sc *Schedule, h head, started time.Time, set, remove []string) ([]string, []string) {
+// schedule adds the attributes a Put of sc (its URL as url) records for
+// id to set and remove; nothing when sc is nil.
+func (e *expr) schedule(id string, sc *Schedule, url sealedURL, h head, started time.Time, set, remove []string) ([]string, []string) {
 	if sc == nil {
 		return set, remove
 	}
@@ -75,8 +90,14 @@ func (e *expr) schedule(id string, sc *Schedule, h head, started time.Time, set,
 	for i, v := range sc.VaultIDs {
 		vaults[i] = &types.AttributeValueMemberS{Value: v}
 	}
+	set = append(set, e.n(OriginAttribute)+" = "+e.s("so", url.origin))
+	if url.sealed != nil {
+		set = append(set, e.n(SealedURLAttribute)+" = "+e.b("su", url.sealed))
+	} else {
+		remove = append(remove, e.n(SealedURLAttribute))
+	}
+	remove = append(remove, e.n(ServerURLAttribute))
 	set = append(set,
-		e.n(ServerURLAttribute)+" = "+e.s("su", sc.ServerURL),
 		e.n(VaultIDsAttribute)+" = "+e.v("vi", &types.AttributeValueMemberL{Value: vaults}),
 		e.n(IntervalAttribute)+" = "+e.num("ri", int64(iv/time.Second)),
 	)
@@ -92,7 +113,11 @@ func (e *expr) schedule(id string, sc *Schedule, h head, started time.Time, set,
 
 // readSchedule fills h's schedule fields from the head item.
 func (h *head) readSchedule(item map[string]types.AttributeValue) {
-	h.serverURL = stringAttr(item, ServerURLAttribute)
+	h.clearURL = stringAttr(item, ServerURLAttribute)
+	h.sealedURL = binaryAttr(item, SealedURLAttribute)
+	if h.origin = stringAttr(item, OriginAttribute); h.origin == "" {
+		h.origin = text.Origin(h.clearURL)
+	}
 	if l, ok := item[VaultIDsAttribute].(*types.AttributeValueMemberL); ok {
 		for _, v := range l.Value {
 			if s, ok := v.(*types.AttributeValueMemberS); ok {

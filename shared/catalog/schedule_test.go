@@ -17,16 +17,16 @@ import (
 
 // scheduleOf is the schedule fields Get reports.
 type scheduleOf struct {
-	ServerURL string
-	VaultIDs  []string
-	Interval  time.Duration
-	NextDue   time.Time
+	Origin   string
+	VaultIDs []string
+	Interval time.Duration
+	NextDue  time.Time
 }
 
 func getSchedule(t *testing.T, s catalog.Store, id string) scheduleOf {
 	t.Helper()
 	c := catalogtest.MustGet(t, s, id)
-	return scheduleOf{c.ServerURL, c.VaultIDs, c.RefreshInterval, c.NextDue}
+	return scheduleOf{c.ServerOrigin, c.VaultIDs, c.RefreshInterval, c.NextDue}
 }
 
 func TestPutRecordsTheSchedule(t *testing.T) {
@@ -43,7 +43,7 @@ func TestPutRecordsTheSchedule(t *testing.T) {
 	dur := func(d time.Duration) *time.Duration { return &d }
 
 	started := put(2, 0, nil) // new catalog: the default interval
-	want := scheduleOf{url, []string{"v1", "v2"}, catalog.DefaultRefreshInterval, started.Add(time.Hour).UTC()}
+	want := scheduleOf{"https://mcp.example.com", []string{"v1", "v2"}, catalog.DefaultRefreshInterval, started.Add(time.Hour).UTC()}
 	if diff := cmp.Diff(want, getSchedule(t, s, id)); diff != "" {
 		t.Errorf("new catalog (-want +got):\n%s", diff)
 	}
@@ -89,8 +89,8 @@ func assertIndexed(t *testing.T, client *dynamodb.Client, table, id string, want
 	for _, it := range out.Items {
 		if v, ok := it[catalog.PartitionKey].(*types.AttributeValueMemberS); ok && v.Value == id {
 			got = true
-			if _, ok := it[catalog.ServerURLAttribute]; !ok {
-				t.Errorf("index entry without %s: %v", catalog.ServerURLAttribute, it)
+			if _, ok := it[catalog.VaultIDsAttribute]; !ok {
+				t.Errorf("index entry without %s: %v", catalog.VaultIDsAttribute, it)
 			}
 		}
 	}

@@ -129,3 +129,26 @@ func waitActive(ctx context.Context, client TableAPI, table string) error {
 		}
 	}
 }
+
+// Attribute readers: the value of an attribute of the type, else zero.
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func binaryAttr(item map[string]types.AttributeValue, name string) []byte {
+	if v, ok := item[name].(*types.AttributeValueMemberB); ok {
+		return v.Value
+	}
+	return nil
+}
+
+func numberAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return ""
+}

@@ -74,12 +74,12 @@ func New(api DynamoAPI, table string, o Options) *Table {
 	return &Table{api: api, table: table, opts: o}
 }
 
-// Request is a discover request as the schedule enqueues it: the shape of
-// a direct discover request, without task_token and
-// refresh_interval_seconds (the catalog keeps its recorded interval).
+// Request is a discover request as the schedule enqueues it: a
+// re-discovery, without server_url (discover opens the URL the catalog's
+// head keeps sealed), task_token and refresh_interval_seconds (the catalog
+// keeps its recorded interval).
 type Request struct {
 	CatalogID string   `json:"catalog_id"`
-	ServerURL string   `json:"server_url"`
 	VaultIDs  []string `json:"vault_ids,omitempty"`
 }
 
@@ -164,18 +164,20 @@ var ErrContended = errors.New("the head changed under every attempt")
 // StaleRequest claims the right to request one re-discovery of id for a
 // call that found it stale: at most one per StaleWindow per catalog
 // (stale_requested_at on the head). It returns ok false when another
-// request holds the window or the catalog has no head. On ok it returns
-// the head's recorded server_url and vault_ids, each replaced by
-// fallback's when the head has none. Requests: UpdateItem, and GetItem
-// when ok.
-func (t *Table) StaleRequest(ctx context.Context, id string, fallback Request) (Request, bool, error) {
+// request holds the window, or the catalog has no head or one that keeps
+// no server URL to discover it from. On ok it returns the head's recorded
+// vault_ids, or vaultIDs when the head has none. Requests: UpdateItem, and
+// GetItem when ok.
+func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) (Request, bool, error) {
 	now := t.opts.Now()
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(t.table),
-		Key:                      headKey(id),
-		UpdateExpression:         aws.String("SET #sr = :now"),
-		ConditionExpression:      aws.String("attribute_exists(#pk) AND (attribute_not_exists(#sr) OR #sr <= :cutoff)"),
-		ExpressionAttributeNames: map[string]string{"#pk": catalog.PartitionKey, "#sr": catalog.StaleRequestedAttribute},
+		TableName:        aws.String(t.table),
+		Key:              headKey(id),
+		UpdateExpression: aws.String("SET #sr = :now"),
+		ConditionExpression: aws.String("attribute_exists(#pk) AND (attribute_exists(#sealed) OR attribute_exists(#su))" +
+			" AND (attribute_not_exists(#sr) OR #sr <= :cutoff)"),
+		ExpressionAttributeNames: map[string]string{"#pk": catalog.PartitionKey, "#sr": catalog.StaleRequestedAttribute,
+			"#sealed": catalog.SealedURLAttribute, "#su": catalog.ServerURLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now":    num(now.Unix()),
 			":cutoff": num(now.Add(-t.opts.StaleWindow).Unix()),
@@ -191,15 +193,15 @@ func (t *Table) StaleRequest(ctx context.Context, id string, fallback Request) (
 		TableName:                aws.String(t.table),
 		Key:                      headKey(id),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#su, #vi"),
-		ExpressionAttributeNames: map[string]string{"#su": catalog.ServerURLAttribute, "#vi": catalog.VaultIDsAttribute},
+		ProjectionExpression:     aws.String("#vi"),
+		ExpressionAttributeNames: map[string]string{"#vi": catalog.VaultIDsAttribute},
 	})
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
 	}
-	req := Request{CatalogID: id, ServerURL: str(out.Item, catalog.ServerURLAttribute), VaultIDs: strings(out.Item, catalog.VaultIDsAttribute)}
-	if req.ServerURL == "" {
-		req.ServerURL, req.VaultIDs = fallback.ServerURL, fallback.VaultIDs
+	req := Request{CatalogID: id, VaultIDs: strings(out.Item, catalog.VaultIDsAttribute)}
+	if _, recorded := out.Item[catalog.VaultIDsAttribute]; !recorded {
+		req.VaultIDs = vaultIDs
 	}
 	return req, true, nil
 }

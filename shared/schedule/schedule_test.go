@@ -112,7 +112,7 @@ func newFixture(t *testing.T, o schedule.Options) *fixture {
 	t.Helper()
 	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	f := &fixture{client: client, table: table, strict: catalogtest.Strict(t, client), clock: &clock{now: catalogtest.T0}}
-	f.store = catalog.NewDynamo(f.strict, table)
+	f.store = catalog.NewDynamo(f.strict, table, catalog.WithSealer(catalogtest.NewSealer(t, awstest.SharedMoto(t))))
 	f.count = &counting{DynamoAPI: f.strict}
 	o.Now = f.clock.Now
 	f.sched = schedule.New(f.count, table, o)
@@ -203,12 +203,12 @@ func TestSweepRequestShape(t *testing.T) {
 	f.put(t, "shape", 0, nil)
 	q := &queue{}
 	f.sweep(t, q, time.Hour)
-	want := []schedule.Request{{CatalogID: "shape", ServerURL: serverURL, VaultIDs: []string{"v1"}}}
+	want := []schedule.Request{{CatalogID: "shape", VaultIDs: []string{"v1"}}}
 	if diff := cmp.Diff(want, q.got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	b, _ := json.Marshal(q.got[0])
-	if got := string(b); got != `{"catalog_id":"shape","server_url":"https://mcp.example.com/mcp","vault_ids":["v1"]}` {
+	if got := string(b); got != `{"catalog_id":"shape","vault_ids":["v1"]}` { // the URL stays sealed on the head
 		t.Errorf("body %s", got)
 	}
 }
@@ -412,7 +412,6 @@ func TestSweepsTenThousandInPages(t *testing.T) {
 		s, _ := strconv.Atoi(shard)
 		perShard[s]++
 		item := key(id)
-		item[catalog.ServerURLAttribute] = &types.AttributeValueMemberS{Value: serverURL}
 		item[catalog.VaultIDsAttribute] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 		item[catalog.IntervalAttribute] = &types.AttributeValueMemberN{Value: "3600"}
 		// Distinct due times: moto sorts index entries of equal next_due
@@ -496,7 +495,7 @@ func TestStaleRequestOncePerWindow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, schedule.Options{})
 	f.put(t, "stale", 0, nil)
-	fallback := schedule.Request{CatalogID: "stale", ServerURL: "https://other.example.com/mcp"}
+	fallback := []string{"other"}
 
 	// A burst of 20 concurrent calls: one wins.
 	f.clock.Set(catalogtest.T0.Add(time.Hour))
@@ -510,7 +509,7 @@ func TestStaleRequestOncePerWindow(t *testing.T) {
 			}
 			if ok {
 				wins.Add(1)
-				want := schedule.Request{CatalogID: "stale", ServerURL: serverURL, VaultIDs: []string{"v1"}}
+				want := schedule.Request{CatalogID: "stale", VaultIDs: []string{"v1"}}
 				if diff := cmp.Diff(want, req); diff != "" {
 					t.Errorf("request (-want +got):\n%s", diff)
 				}
@@ -535,14 +534,15 @@ func TestStaleRequestOncePerWindow(t *testing.T) {
 		}
 	}
 
-	// A head without a recorded server: the call's own; no head: nothing.
+	// A head without a recorded server: nothing to discover it from; no
+	// head: nothing.
 	legacy := catalogtest.Discover(catalogtest.Listing(1, "a"), 0)
 	if _, err := f.store.Put(t.Context(), "legacy", legacy); err != nil {
 		t.Fatal(err)
 	}
-	fb := schedule.Request{CatalogID: "legacy", ServerURL: "https://own.example.com/mcp", VaultIDs: []string{"mine"}}
-	if req, ok, err := f.sched.StaleRequest(t.Context(), "legacy", fb); err != nil || !ok || !cmp.Equal(fb, req) {
-		t.Errorf("head without server_url: %+v, %v, %v; want the call's own", req, ok, err)
+	fb := []string{"mine"}
+	if req, ok, err := f.sched.StaleRequest(t.Context(), "legacy", fb); err != nil || ok {
+		t.Errorf("head without a server URL: %+v, %v, %v; want ok false", req, ok, err)
 	}
 	if _, ok, err := f.sched.StaleRequest(t.Context(), "absent", fb); err != nil || ok {
 		t.Errorf("no head: ok %v, %v; want false", ok, err)
@@ -565,7 +565,7 @@ func TestSenderOverSQS(t *testing.T) {
 	var reqs []schedule.Request
 	want := map[string]bool{}
 	for i := range 23 {
-		r := schedule.Request{CatalogID: fmt.Sprintf("c%d", i), ServerURL: serverURL}
+		r := schedule.Request{CatalogID: fmt.Sprintf("c%d", i)}
 		if i%2 == 0 {
 			r.VaultIDs = []string{"v"}
 		}
@@ -578,10 +578,10 @@ func TestSenderOverSQS(t *testing.T) {
 			t.Errorf("request %d: %v", i, err)
 		}
 	}
-	if err := s.Send(ctx, schedule.Request{CatalogID: "one", ServerURL: serverURL}); err != nil {
+	if err := s.Send(ctx, schedule.Request{CatalogID: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	want[`{"catalog_id":"one","server_url":"https://mcp.example.com/mcp"}`] = true
+	want[`{"catalog_id":"one"}`] = true
 	got := map[string]bool{}
 	for {
 		m, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, MaxNumberOfMessages: 10})

@@ -231,7 +231,6 @@ func (t *Table) unclaim(ctx context.Context, c claim) {
 func readEntry(item map[string]types.AttributeValue) entry {
 	e := entry{req: Request{
 		CatalogID: str(item, catalog.PartitionKey),
-		ServerURL: str(item, catalog.ServerURLAttribute),
 		VaultIDs:  strings(item, catalog.VaultIDsAttribute),
 	}}
 	e.nextDue, _ = number(item, catalog.NextDueAttribute)

@@ -72,6 +72,7 @@ type Settings struct {
 	Memory           Memory // from EnvMemorySize
 	Local            bool   // EnvLocal is "1"
 	InLambda         bool   // EnvFunctionName is set
+	SealKeyID        string // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -87,6 +88,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		DLQURL:           getenv(EnvDLQURL),
 		DiscoverQueueURL: getenv(EnvDiscoverQueueURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
+		SealKeyID:        getenv(EnvSealKeyID),
 		MaxResultBytes:   render.DefaultMaxBytes,
 		Concurrency:      runner.DefaultConcurrency,
 		Reserve:          runner.DefaultReserve,
@@ -111,6 +113,9 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 				bad(name, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
 			}
 		}
+	}
+	if s.SealKeyID == "" && s.CatalogTable != "" && s.DiscoverQueueURL != "" {
+		bad(EnvSealKeyID, "required with %s and %s: the KMS key that seals the server URLs of scheduled catalogs", EnvCatalogTable, EnvDiscoverQueueURL)
 	}
 	if v := getenv(EnvMaxResultBytes); v != "" {
 		n, err := strconv.Atoi(v)

@@ -40,6 +40,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
 				EnvMemorySize: "2048", EnvLocal: "1", EnvFunctionName: "mcpfn-call", EnvFunctionTimeout: "180",
+				EnvSealKeyID: "alias/mcpfn-server-urls",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -49,7 +50,7 @@ func TestLoadSettings(t *testing.T) {
 					ResultsBucket:    "results", MaxResultBytes: 100000, Concurrency: 4,
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
 					Memory: Memory{MB: 2048, SoftLimit: 1288490188, Budget: 1288490188 - 48<<20},
-					Local:  true, InLambda: true,
+					Local:  true, InLambda: true, SealKeyID: "alias/mcpfn-server-urls",
 				}
 			},
 		},
@@ -60,6 +61,8 @@ func TestLoadSettings(t *testing.T) {
 		{name: "tiny result limit", env: map[string]string{EnvMaxResultBytes: "10"}, wantErr: []string{EnvMaxResultBytes}},
 		{name: "DLQ name instead of URL", env: map[string]string{EnvDLQURL: "my-dlq"}, wantErr: []string{EnvDLQURL}},
 		{name: "discover queue name instead of URL", env: map[string]string{EnvDiscoverQueueURL: "discover"}, wantErr: []string{EnvDiscoverQueueURL}},
+		{name: "table and discover queue without a seal key", env: map[string]string{EnvCatalogTable: "catalog", EnvDiscoverQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/discover"}, wantErr: []string{EnvSealKeyID}},
+		{name: "table without a discover queue needs no seal key", env: map[string]string{EnvCatalogTable: "catalog"}, want: func(s *Settings) { s.CatalogTable = "catalog" }},
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -92,10 +93,15 @@ func joinConfigErrors(errs ...error) error {
 }
 
 // OpenCatalog returns the catalog store the settings choose: the DynamoDB
-// table CatalogTable or, without a table, the directory CatalogDir, which it
-// warns about (local runs only). An error names EnvCatalogDir.
+// table CatalogTable, sealing server URLs with the KMS key SealKeyID when
+// set, or, without a table, the directory CatalogDir, which it warns about
+// (local runs only). An error names EnvCatalogDir.
 func (st *Startup) OpenCatalog() (catalog.Store, error) {
 	s := st.Settings
+	if s.CatalogTable != "" && s.SealKeyID != "" {
+		sealer := catalog.KMS{API: kms.NewFromConfig(st.AWS), KeyID: s.SealKeyID}
+		return catalog.NewDynamo(dynamodb.NewFromConfig(st.AWS), s.CatalogTable, catalog.WithSealer(sealer)), nil
+	}
 	if s.CatalogTable != "" {
 		return catalog.NewDynamo(dynamodb.NewFromConfig(st.AWS), s.CatalogTable), nil
 	}
