@@ -17,7 +17,7 @@ import (
 // Exit statuses (usage text and docs/contract.md).
 const (
 	exitOK    = 0 // the JSON is on stdout, or -h printed the usage
-	exitFail  = 1 // the catalog is not found, or has no version to diff
+	exitFail  = 1 // the catalog is not found, its version is missing, or it has no version to diff
 	exitUsage = 2 // bad usage: one line on stderr
 	exitStore = 3 // the store cannot be read: missing table or directory, no region, unreachable within --timeout
 )
@@ -47,7 +47,7 @@ DURATION (default 5s). Without --table or --dir: ` + startup.EnvCatalogTable + `
 const exitStatuses = `
 Exit status:
   0  printed (or -h)
-  1  the catalog is not found, or has no version to diff
+  1  the catalog is not found, its version is missing, or it has no version to diff
   2  bad usage
   3  the store cannot be read: a missing table or directory, no AWS region,
      an endpoint unreachable or silent within --timeout

@@ -51,9 +51,12 @@ func read(ctx context.Context, sf storeFlags, getenv func(string) string, id str
 // read gets catalog id from s.
 func (s *store) read(ctx context.Context, id string) (*catalog.Catalog, error) {
 	c, err := s.get.Get(ctx, id)
-	if errors.Is(err, catalog.ErrNotFound) {
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
 		return nil, failf("catalog %q not found", id)
-	} else if err != nil {
+	case errors.Is(err, catalog.ErrVersionMissing):
+		return nil, failf("%s", oneLine(err))
+	case err != nil:
 		return nil, s.fail(ctx, err)
 	}
 	return c, nil
