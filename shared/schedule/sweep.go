@@ -21,13 +21,14 @@ type Enqueuer interface {
 }
 
 // Swept is what one sweep did. Due counts the index entries it found due
-// (next_due <= now); Enqueued those it claimed and enqueued; BackingOff
-// those it skipped because a failure streak's retry_after is later (it
-// moved their next_due there). The rest of Due were claimed meanwhile by
-// another sweep, or not sent (their claim is undone). Overdue3x counts the
-// due entries at least three intervals stale: next_due more than three
-// intervals past, or two failures or more in a row. Complete is false when
-// the context ended before every page was read; the rest stay due.
+// (next_due <= now); Enqueued those it claimed and the queue accepted;
+// BackingOff those it skipped because a failure streak's retry_after is
+// later (it moved their next_due there). The rest of Due were claimed
+// meanwhile by another sweep, or not sent (their claim is undone).
+// Overdue3x counts the due entries at least three intervals stale:
+// next_due more than three intervals past, or two failures or more in a
+// row. Complete is false when the context ended before every page was
+// read; the rest stay due.
 type Swept struct {
 	Due        int  `json:"due"`
 	Enqueued   int  `json:"enqueued"`
@@ -44,7 +45,8 @@ func (s *Swept) add(o Swept) {
 }
 
 // sendBatch is how many claimed catalogs go to the Enqueuer at once: one
-// SQS SendMessageBatch.
+// SQS SendMessageBatch. A shard sends each time it holds this many claims,
+// so at most one batch per shard is claimed and not yet sent.
 const sendBatch = 10
 
 // Sweep finds the catalogs due now and enqueues a discover request for
@@ -53,17 +55,23 @@ const sendBatch = 10
 // items a page), the shards in parallel, and claims each entry with an
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
-// retry_after instead. A request q does not send has its claim undone.
-// When ctx ends it claims nothing more, sends what it claimed (for at most
-// a second more) and returns Complete false, no error; an error is a
-// DynamoDB failure other than a lost claim.
-func (t *Table) Sweep(ctx context.Context, q Enqueuer) (Swept, error) {
+// retry_after instead. Each shard sends every sendBatch claims.
+//
+// ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
+// after ctx ends) bounds what follows. When ctx ends the sweep claims
+// nothing more, a send under way or due runs on for half the time from
+// ctx's end to end, and every claim not sent is undone by end. It returns
+// Complete false then, no error; an error is a DynamoDB failure other than
+// a lost claim.
+func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
+	f := newFollowUp(ctx, end)
+	defer f.stop()
 	results := make([]Swept, catalog.DueShards)
 	errs := make([]error, catalog.DueShards)
 	var wg sync.WaitGroup
 	for i := range catalog.DueShards {
-		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, q, strconv.Itoa(i), now) })
+		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, f, q, strconv.Itoa(i), now) })
 	}
 	wg.Wait()
 	total := Swept{Complete: true}
@@ -86,7 +94,7 @@ type entry struct {
 	retryAfter int64
 }
 
-func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now time.Time) (Swept, error) {
+func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
 	for {
@@ -141,9 +149,13 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 				sw.BackingOff++
 			case ok:
 				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
+				if len(claimed) == sendBatch {
+					sw.Enqueued += t.send(f, q, claimed, nil)
+					claimed = nil
+				}
 			}
 		}
-		sw.Enqueued += t.send(ctx, q, claimed, lost)
+		sw.Enqueued += t.send(f, q, claimed, lost)
 		if stop != nil {
 			return sw, stop
 		}
@@ -158,40 +170,78 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 	}
 }
 
-// sendGrace bounds sending what a sweep claimed, and undoing what it could
-// not send, once its context has ended.
-const sendGrace = time.Second
-
-// send enqueues the claimed catalogs, sendBatch at a time, undoes the claim
-// of each one q did not take and each lost one, and returns how many it
-// sent. It runs on for at most sendGrace after ctx ends: a claimed catalog
-// is sent or released.
-func (t *Table) send(ctx context.Context, q Enqueuer, claimed, lost []claim) int {
-	if len(claimed)+len(lost) == 0 {
-		return 0
-	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })()
-	for _, c := range lost {
-		t.unclaim(sctx, c)
-	}
+// send enqueues the claimed catalogs on f.send, undoes on f.undo the claim
+// of each one q did not accept and of each lost one, and returns how many
+// q accepted.
+func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
+	undo := lost
 	sent := 0
-	for i := 0; i < len(claimed); i += sendBatch {
-		batch := claimed[i:min(i+sendBatch, len(claimed))]
-		reqs := make([]Request, len(batch))
-		for j, c := range batch {
-			reqs[j] = c.req
+	if len(claimed) > 0 {
+		var errs []error
+		if f.send.Err() == nil {
+			reqs := make([]Request, len(claimed))
+			for j, c := range claimed {
+				reqs[j] = c.req
+			}
+			errs = q.Enqueue(f.send, reqs)
 		}
-		for j, err := range q.Enqueue(sctx, reqs) {
-			if err == nil {
+		for j, c := range claimed {
+			if j < len(errs) && errs[j] == nil {
 				sent++
 				continue
 			}
-			t.unclaim(sctx, batch[j])
+			undo = append(undo, c)
 		}
 	}
+	for _, c := range undo {
+		t.unclaim(f.undo, c)
+	}
 	return sent
+}
+
+// sendGrace is how long sending and undoing run on after a sweep's context
+// ends when Sweep is given no end.
+const sendGrace = time.Second
+
+// followUp holds the contexts that outlive a sweep's context: send ends
+// halfway from the sweep context's end to end, undo at end. Both keep the
+// sweep context's values.
+type followUp struct {
+	send, undo context.Context
+	stop       func()
+}
+
+func newFollowUp(ctx context.Context, end time.Time) *followUp {
+	base := context.WithoutCancel(ctx)
+	send, cancelSend := context.WithCancel(base)
+	undo, cancelUndo := context.WithCancel(base)
+	var (
+		mu      sync.Mutex
+		stopped bool
+		timers  []*time.Timer
+	)
+	after := context.AfterFunc(ctx, func() {
+		w := sendGrace
+		if !end.IsZero() {
+			w = time.Until(end)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timers = append(timers, time.AfterFunc(w/2, cancelSend), time.AfterFunc(w, cancelUndo))
+		}
+	})
+	return &followUp{send: send, undo: undo, stop: func() {
+		after()
+		mu.Lock()
+		stopped = true
+		for _, tm := range timers {
+			tm.Stop()
+		}
+		mu.Unlock()
+		cancelSend()
+		cancelUndo()
+	}}
 }
 
 // move sets e's next_due to next if it is still the one the index
