@@ -57,12 +57,12 @@ const sendBatch = 10
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. Each shard sends every sendBatch claims.
 //
-// ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
-// after ctx ends) bounds what follows. When ctx ends the sweep claims
-// nothing more, a send under way or due runs on for half the time from
-// ctx's end to end, and every claim not sent is undone by end. It returns
-// Complete false then, no error; an error is a DynamoDB failure other than
-// a lost claim.
+// ctx bounds claiming and starting sends; end (the invocation's deadline;
+// zero: sendGrace after ctx ends) bounds what follows. When ctx ends the
+// sweep claims and starts nothing more, a send under way runs on for three
+// quarters of the time from ctx's end to end, and every claim not sent is
+// undone by end. It returns Complete false then, no error; an error is a
+// DynamoDB failure other than a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
 	f := newFollowUp(ctx, end)
@@ -150,12 +150,12 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 			case ok:
 				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
 				if len(claimed) == sendBatch {
-					sw.Enqueued += t.send(f, q, claimed, nil)
+					sw.Enqueued += t.send(ctx, f, q, claimed, nil)
 					claimed = nil
 				}
 			}
 		}
-		sw.Enqueued += t.send(f, q, claimed, lost)
+		sw.Enqueued += t.send(ctx, f, q, claimed, lost)
 		if stop != nil {
 			return sw, stop
 		}
@@ -170,15 +170,15 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 	}
 }
 
-// send enqueues the claimed catalogs on f.send, undoes on f.undo the claim
-// of each one q did not accept and of each lost one, and returns how many
-// q accepted.
-func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
+// send enqueues the claimed catalogs on f.send if ctx has not ended,
+// undoes on f.undo the claim of each one q did not accept or was not given
+// and of each lost one, and returns how many q accepted.
+func (t *Table) send(ctx context.Context, f *followUp, q Enqueuer, claimed, lost []claim) int {
 	undo := lost
 	sent := 0
 	if len(claimed) > 0 {
 		var errs []error
-		if f.send.Err() == nil {
+		if ctx.Err() == nil {
 			reqs := make([]Request, len(claimed))
 			for j, c := range claimed {
 				reqs[j] = c.req
@@ -193,9 +193,11 @@ func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
 			undo = append(undo, c)
 		}
 	}
+	var wg sync.WaitGroup
 	for _, c := range undo {
-		t.unclaim(f.undo, c)
+		wg.Go(func() { t.unclaim(f.undo, c) })
 	}
+	wg.Wait()
 	return sent
 }
 
@@ -204,7 +206,8 @@ func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
 const sendGrace = time.Second
 
 // followUp holds the contexts that outlive a sweep's context: send ends
-// halfway from the sweep context's end to end, undo at end. Both keep the
+// three quarters of the way from the sweep context's end to end, undo at
+// end. Both keep the
 // sweep context's values.
 type followUp struct {
 	send, undo context.Context
@@ -228,7 +231,7 @@ func newFollowUp(ctx context.Context, end time.Time) *followUp {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			timers = append(timers, time.AfterFunc(w/2, cancelSend), time.AfterFunc(w, cancelUndo))
+			timers = append(timers, time.AfterFunc(w*3/4, cancelSend), time.AfterFunc(w, cancelUndo))
 		}
 	})
 	return &followUp{send: send, undo: undo, stop: func() {
