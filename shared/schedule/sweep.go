@@ -57,11 +57,10 @@ const sendBatch = 10
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. Each shard sends every sendBatch claims.
 //
-// ctx bounds claiming and starting sends; end (the invocation's deadline;
-// zero: sendGrace after ctx ends) bounds what follows. When ctx ends the
-// sweep claims and starts nothing more, a send under way runs on for three
-// quarters of the time from ctx's end to end, and every claim not sent is
-// undone by end. It returns Complete false then, no error; an error is a
+// ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
+// after ctx ends) bounds what follows. When ctx ends the sweep claims
+// nothing more, sends what it claimed for three quarters of the time from
+// ctx's end to end, and undoes every claim not sent by end. It returns Complete false then, no error; an error is a
 // DynamoDB failure other than a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
@@ -150,12 +149,12 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 			case ok:
 				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
 				if len(claimed) == sendBatch {
-					sw.Enqueued += t.send(ctx, f, q, claimed, nil)
+					sw.Enqueued += t.send(f, q, claimed, nil)
 					claimed = nil
 				}
 			}
 		}
-		sw.Enqueued += t.send(ctx, f, q, claimed, lost)
+		sw.Enqueued += t.send(f, q, claimed, lost)
 		if stop != nil {
 			return sw, stop
 		}
@@ -170,15 +169,15 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 	}
 }
 
-// send enqueues the claimed catalogs on f.send if ctx has not ended,
-// undoes on f.undo the claim of each one q did not accept or was not given
-// and of each lost one, and returns how many q accepted.
-func (t *Table) send(ctx context.Context, f *followUp, q Enqueuer, claimed, lost []claim) int {
+// send enqueues the claimed catalogs on f.send, undoes on f.undo (in
+// parallel) the claim of each one q did not accept or was not given and of
+// each lost one, and returns how many q accepted.
+func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
 	undo := lost
 	sent := 0
 	if len(claimed) > 0 {
 		var errs []error
-		if ctx.Err() == nil {
+		if f.send.Err() == nil {
 			reqs := make([]Request, len(claimed))
 			for j, c := range claimed {
 				reqs[j] = c.req
