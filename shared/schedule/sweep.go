@@ -55,7 +55,9 @@ const sendBatch = 10
 // items a page), the shards in parallel, and claims each entry with an
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
-// retry_after instead. Each shard sends every sendBatch claims.
+// retry_after instead. Each shard sends every sendBatch claims, and starts
+// claiming another sendBatch only while ctx leaves room for its slowest
+// claim-and-send so far: its last send is answered within ctx as a rule.
 //
 // ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
 // after ctx ends) bounds what follows. When ctx ends the sweep claims
@@ -96,6 +98,7 @@ type entry struct {
 func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
+	var slowest time.Duration // the longest claim-and-send of sendBatch so far
 	for {
 		if ctx.Err() != nil {
 			return sw, nil
@@ -121,9 +124,17 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 		var claimed []claim
 		var stop error   // a claim failed: send what is claimed, then stop
 		var lost []claim // a claim cut off by the end of ctx: it may have landed
+		var began time.Time
+		late := false // the budget ended, or has no room for a slowest cycle
 		for _, item := range out.Items {
-			if ctx.Err() != nil {
-				break // the budget ended: the rest stay due
+			if len(claimed) == 0 {
+				if late = !fits(ctx, slowest); late {
+					break // the rest stay due
+				}
+				began = time.Now()
+			}
+			if late = ctx.Err() != nil; late {
+				break
 			}
 			e := readEntry(item)
 			sw.Due++
@@ -150,6 +161,7 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
 				if len(claimed) == sendBatch {
 					sw.Enqueued += t.send(f, q, claimed, nil)
+					slowest = max(slowest, time.Since(began))
 					claimed = nil
 				}
 			}
@@ -158,7 +170,7 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 		if stop != nil {
 			return sw, stop
 		}
-		if ctx.Err() != nil {
+		if late || ctx.Err() != nil {
 			return sw, nil
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -167,6 +179,12 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// fits reports whether work that takes d can end before ctx does.
+func fits(ctx context.Context, d time.Duration) bool {
+	end, ok := ctx.Deadline()
+	return ctx.Err() == nil && (!ok || time.Until(end) >= d)
 }
 
 // send enqueues the claimed catalogs on f.send, undoes on f.undo (in
