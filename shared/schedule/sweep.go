@@ -44,9 +44,9 @@ func (s *Swept) add(o Swept) {
 	s.Overdue3x += o.Overdue3x
 }
 
-// sendBatch is how many claimed catalogs go to the Enqueuer at once: one
-// SQS SendMessageBatch. A shard sends each time it holds this many claims,
-// so at most one batch per shard is claimed and not yet sent.
+// sendBatch is how many due entries a shard claims at once, and so the
+// most claimed catalogs that go to the Enqueuer at once: one SQS
+// SendMessageBatch.
 const sendBatch = 10
 
 // Sweep finds the catalogs due now and enqueues a discover request for
@@ -55,15 +55,17 @@ const sendBatch = 10
 // items a page), the shards in parallel, and claims each entry with an
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
-// retry_after instead. Each shard sends every sendBatch claims, and starts
-// claiming another sendBatch only while ctx leaves room for its slowest
-// claim-and-send so far: its last send is answered within ctx as a rule.
+// retry_after instead. A shard claims sendBatch entries at once, in
+// parallel, and sends them; it starts the next sendBatch only while ctx
+// leaves room for its slowest claim-and-send so far, so that as a rule its
+// last send is answered within ctx.
 //
 // ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
 // after ctx ends) bounds what follows. When ctx ends the sweep claims
 // nothing more, sends what it claimed for three quarters of the time from
-// ctx's end to end, and undoes every claim not sent by end. It returns Complete false then, no error; an error is a
-// DynamoDB failure other than a lost claim.
+// ctx's end to end, and undoes every claim not sent by end. It returns
+// Complete false then, no error; an error is a DynamoDB failure other than
+// a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
 	f := newFollowUp(ctx, end)
@@ -98,7 +100,7 @@ type entry struct {
 func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
-	var slowest time.Duration // the longest claim-and-send of sendBatch so far
+	var slowest time.Duration // the longest claimAndSend so far
 	for {
 		if ctx.Err() != nil {
 			return sw, nil
@@ -121,56 +123,19 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 			}
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
 		}
-		var claimed []claim
-		var stop error   // a claim failed: send what is claimed, then stop
-		var lost []claim // a claim cut off by the end of ctx: it may have landed
-		var began time.Time
-		late := false // the budget ended, or has no room for a slowest cycle
-		for _, item := range out.Items {
-			if len(claimed) == 0 {
-				if late = !fits(ctx, slowest); late {
-					break // the rest stay due
-				}
-				began = time.Now()
+		for lo := 0; lo < len(out.Items); lo += sendBatch {
+			if !fits(ctx, slowest) {
+				return sw, nil // the rest stay due
 			}
-			if late = ctx.Err() != nil; late {
-				break
-			}
-			e := readEntry(item)
-			sw.Due++
-			if e.overdue3x(now) {
-				sw.Overdue3x++
-			}
-			next, backingOff := now.Add(e.interval).Unix(), e.retryAfter > now.Unix()
-			if backingOff {
-				next = e.retryAfter
-			}
-			ok, err := t.move(ctx, e, next)
+			began := time.Now()
+			g, err := t.claimAndSend(ctx, f, q, out.Items[lo:min(lo+sendBatch, len(out.Items))], now)
+			sw.add(g)
+			slowest = max(slowest, time.Since(began))
 			if err != nil {
-				if ctx.Err() == nil {
-					stop = err
-				} else if !backingOff {
-					lost = append(lost, claim{req: e.req, seen: e.nextDue, wrote: next})
-				}
-				break
-			}
-			switch {
-			case ok && backingOff:
-				sw.BackingOff++
-			case ok:
-				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
-				if len(claimed) == sendBatch {
-					sw.Enqueued += t.send(f, q, claimed, nil)
-					slowest = max(slowest, time.Since(began))
-					claimed = nil
-				}
+				return sw, err
 			}
 		}
-		sw.Enqueued += t.send(f, q, claimed, lost)
-		if stop != nil {
-			return sw, stop
-		}
-		if late || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return sw, nil
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -179,6 +144,56 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// claimAndSend claims the due entries items (at most sendBatch) in
+// parallel, or moves them to their retry_after, sends the claimed ones and
+// undoes each claim it could not send or that failed (it may have landed).
+// An error is a DynamoDB failure other than a lost claim.
+func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items []map[string]types.AttributeValue, now time.Time) (Swept, error) {
+	type result struct {
+		e              entry
+		next           int64
+		backingOff, ok bool
+		err            error
+	}
+	res := make([]result, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		r := &res[i]
+		r.e = readEntry(item)
+		r.next, r.backingOff = now.Add(r.e.interval).Unix(), r.e.retryAfter > now.Unix()
+		if r.backingOff {
+			r.next = r.e.retryAfter
+		}
+		wg.Go(func() { r.ok, r.err = t.move(ctx, r.e, r.next) })
+	}
+	wg.Wait()
+	var sw Swept
+	var claimed, lost []claim
+	var stop error
+	for _, r := range res {
+		sw.Due++
+		if r.e.overdue3x(now) {
+			sw.Overdue3x++
+		}
+		c := claim{req: r.e.req, seen: r.e.nextDue, wrote: r.next}
+		switch {
+		case r.err != nil:
+			if ctx.Err() == nil && stop == nil {
+				stop = r.err
+			}
+			if !r.backingOff {
+				lost = append(lost, c)
+			}
+		case r.ok && r.backingOff:
+			sw.BackingOff++
+		case r.ok:
+			claimed = append(claimed, c)
+		}
+	}
+	sw.Enqueued = t.send(f, q, claimed, lost)
+	return sw, stop
 }
 
 // fits reports whether work that takes d can end before ctx does.
