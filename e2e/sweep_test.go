@@ -132,7 +132,7 @@ func TestSweepKeepsItsWord(t *testing.T) {
 	proxy := newDelayingProxy(t, moto.Endpoint(), 250*time.Millisecond)
 	s := newStack(t, stackOptions{
 		timeout: timeout,
-		env:     []string{"AWS_ENDPOINT_URL_SQS=" + proxy.URL, "MCPFN_RESERVE=2s"},
+		env:     []string{"AWS_ENDPOINT_URL_SQS=" + proxy.URL, "MCPFN_RESERVE=3s"},
 	})
 	ids := seedDue(t, dynamodb.NewFromConfig(moto.Config(t.Context())), s.catalogTable, n)
 

@@ -57,8 +57,8 @@ const sendBatch = 10
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. A shard claims sendBatch entries at once, in
 // parallel, and sends them; it starts the next sendBatch only while ctx
-// leaves room for its slowest claim-and-send so far, so that as a rule its
-// last send is answered within ctx.
+// leaves room for its slowest claim-and-send so far (before the first, for
+// twice its Query), so that as a rule its last send is answered within ctx.
 //
 // ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
 // after ctx ends) bounds what follows. When ctx ends the sweep claims
@@ -100,11 +100,12 @@ type entry struct {
 func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
-	var slowest time.Duration // the longest claimAndSend so far
+	var slowest time.Duration // the longest claimAndSend so far; at first, two Queries
 	for {
 		if ctx.Err() != nil {
 			return sw, nil
 		}
+		asked := time.Now()
 		out, err := t.api.Query(ctx, &dynamodb.QueryInput{
 			TableName:                aws.String(t.table),
 			IndexName:                aws.String(catalog.DueIndex),
@@ -122,6 +123,9 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 				return sw, nil
 			}
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
+		}
+		if slowest == 0 {
+			slowest = 2 * time.Since(asked) // two round trips: the claims, the send
 		}
 		for lo := 0; lo < len(out.Items); lo += sendBatch {
 			if !fits(ctx, slowest) {
