@@ -243,8 +243,7 @@ const sendGrace = time.Second
 
 // followUp holds the contexts that outlive a sweep's context: send ends
 // three quarters of the way from the sweep context's end to end, undo at
-// end. Both keep the
-// sweep context's values.
+// end. Both keep the sweep context's values.
 type followUp struct {
 	send, undo context.Context
 	stop       func()
