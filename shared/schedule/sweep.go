@@ -56,9 +56,10 @@ const sendBatch = 10
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. A shard claims sendBatch entries at once, in
-// parallel, and sends them; it starts the next sendBatch only while ctx
-// leaves room for its slowest claim-and-send so far (before the first, for
-// twice its Query), so that as a rule its last send is answered within ctx.
+// parallel, and sends them; it starts the next sendBatch only while the
+// time sends may take leaves room for its slowest claim-and-send so far
+// (before the first, twice its Query), so that as a rule each send is
+// answered.
 //
 // ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
 // after ctx ends) bounds what follows. When ctx ends the sweep claims
@@ -128,7 +129,7 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 			slowest = 2 * time.Since(asked) // two round trips: the claims, the send
 		}
 		for lo := 0; lo < len(out.Items); lo += sendBatch {
-			if !fits(ctx, slowest) {
+			if !f.fits(ctx, slowest) {
 				return sw, nil // the rest stay due
 			}
 			began := time.Now()
@@ -200,10 +201,11 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items
 	return sw, stop
 }
 
-// fits reports whether work that takes d can end before ctx does.
-func fits(ctx context.Context, d time.Duration) bool {
-	end, ok := ctx.Deadline()
-	return ctx.Err() == nil && (!ok || time.Until(end) >= d)
+// fits reports whether a claim-and-send that takes d, started now, is
+// answered before f.send ends: ctx has not ended and the send's end, as
+// far as it is known, is at least d away.
+func (f *followUp) fits(ctx context.Context, d time.Duration) bool {
+	return ctx.Err() == nil && (f.sendBy.IsZero() || time.Until(f.sendBy) >= d)
 }
 
 // send enqueues the claimed catalogs on f.send, undoes on f.undo (in
@@ -246,6 +248,7 @@ const sendGrace = time.Second
 // end. Both keep the sweep context's values.
 type followUp struct {
 	send, undo context.Context
+	sendBy     time.Time // when send ends if ctx ends at its deadline; zero: unknown
 	stop       func()
 }
 
@@ -269,7 +272,15 @@ func newFollowUp(ctx context.Context, end time.Time) *followUp {
 			timers = append(timers, time.AfterFunc(w*3/4, cancelSend), time.AfterFunc(w, cancelUndo))
 		}
 	})
-	return &followUp{send: send, undo: undo, stop: func() {
+	var sendBy time.Time
+	if d, ok := ctx.Deadline(); ok {
+		w := sendGrace
+		if !end.IsZero() {
+			w = end.Sub(d)
+		}
+		sendBy = d.Add(w * 3 / 4)
+	}
+	return &followUp{send: send, undo: undo, sendBy: sendBy, stop: func() {
 		after()
 		mu.Lock()
 		stopped = true
