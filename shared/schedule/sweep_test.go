@@ -288,3 +288,33 @@ func TestEnqueueReportsEachEntry(t *testing.T) {
 		t.Errorf("%d messages kept, want 8", total)
 	}
 }
+
+// TestSweepUndoesAfterTheBudget: an SQS slower than the whole follow-up
+// window. Every send is cut off; each claim is undone after the budget
+// ended, before the invocation's end: no catalog is left claimed and
+// unsent, and Enqueued counts none.
+func TestSweepUndoesAfterTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		mem := newMemTable(n, time.Now(), 5*time.Millisecond)
+		q := &slowSQS{latency: 5 * time.Second}
+		s := schedule.New(mem, "catalog", schedule.Options{})
+		begin := time.Now()
+		ctx, cancel := context.WithDeadline(t.Context(), begin.Add(time.Second))
+		defer cancel()
+		sw, err := s.Sweep(ctx, &schedule.Sender{API: q, URL: "queue"}, begin.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(begin); took > 2*time.Second {
+			t.Errorf("the sweep took %s, past the invocation's end", took)
+		}
+		if sw.Enqueued != 0 || sw.Due == 0 {
+			t.Errorf("swept %+v, want some due and none enqueued", sw)
+		}
+		if due := mem.stillDue(time.Now()); len(due) != n {
+			t.Errorf("%d of %d still due: claims were dropped", len(due), n)
+		}
+		time.Sleep(5 * time.Second) // let the cut-off sends land
+	})
+}
