@@ -108,7 +108,7 @@ type fakeSchedule struct {
 	failures map[string]int
 }
 
-func (s *fakeSchedule) Sweep(ctx context.Context, q schedule.Enqueuer) (schedule.Swept, error) {
+func (s *fakeSchedule) Sweep(ctx context.Context, q schedule.Enqueuer, _ time.Time) (schedule.Swept, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweeps++

@@ -103,7 +103,7 @@ var (
 
 // Schedule is the catalogs' schedule: the sweep and failure backoff.
 type Schedule interface {
-	Sweep(ctx context.Context, q schedule.Enqueuer) (schedule.Swept, error)
+	Sweep(ctx context.Context, q schedule.Enqueuer, end time.Time) (schedule.Swept, error)
 	RecordFailure(ctx context.Context, id string) (schedule.Backoff, error)
 }
 
@@ -323,7 +323,8 @@ func (h *Handler) sweep(ctx context.Context, it *runner.Item) (any, error) {
 	}
 	octx, cancel := it.OperationContext(ctx)
 	defer cancel()
-	sw, err := h.Schedule.Sweep(octx, h.Queue)
+	end, _ := ctx.Deadline() // sending and undoing the last claims may use the reserve
+	sw, err := h.Schedule.Sweep(octx, h.Queue, end)
 	runner.EmitCounts(h.Metrics, "discover", h.now(), sw.Counts())
 	it.Annotate(
 		slog.Int("due", sw.Due),

@@ -135,7 +135,7 @@ func (f *fixture) put(t *testing.T, id string, offset time.Duration, interval *t
 func (f *fixture) sweep(t *testing.T, q schedule.Enqueuer, at time.Duration) schedule.Swept {
 	t.Helper()
 	f.clock.Set(catalogtest.T0.Add(at))
-	sw, err := f.sched.Sweep(t.Context(), q)
+	sw, err := f.sched.Sweep(t.Context(), q, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSweepEnqueuesDueCatalogsOncePerInterval(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				sw, err := f.sched.Sweep(t.Context(), q)
+				sw, err := f.sched.Sweep(t.Context(), q, time.Time{})
 				if err != nil {
 					t.Error(err)
 				}
@@ -341,7 +341,7 @@ func TestOffTheScheduleIsNotEnqueued(t *testing.T) {
 	racing := &offAfterQuery{DynamoAPI: f.strict, off: func() { f.put(t, "racer", 49*time.Hour+time.Minute, dur(0)) }}
 	s := schedule.New(racing, f.table, schedule.Options{Now: f.clock.Now})
 	f.clock.Set(catalogtest.T0.Add(51 * time.Hour))
-	sw, err := s.Sweep(t.Context(), q)
+	sw, err := s.Sweep(t.Context(), q, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestSweepStopsWhenTheBudgetEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	f.clock.Set(catalogtest.T0.Add(time.Hour))
-	sw, err := f.sched.Sweep(ctx, &queue{})
+	sw, err := f.sched.Sweep(ctx, &queue{}, time.Time{})
 	if err != nil || sw.Complete || sw.Due != 0 {
 		t.Errorf("Sweep with an ended context = %+v, %v; want incomplete, nothing done, no error", sw, err)
 	}
@@ -633,7 +633,7 @@ func TestBudgetEndsMidPage(t *testing.T) {
 	s := schedule.New(api, f.table, schedule.Options{Now: f.clock.Now})
 	f.clock.Set(catalogtest.T0.Add(time.Hour))
 	q := &queue{}
-	sw, err := s.Sweep(ctx, q)
+	sw, err := s.Sweep(ctx, q, time.Time{})
 	if err != nil || sw.Complete || sw.Enqueued < 3 || sw.Enqueued == 20 {
 		t.Fatalf("Sweep = %+v, %v; want an incomplete sweep that sent at least its 3 claims", sw, err)
 	}

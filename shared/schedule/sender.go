@@ -42,8 +42,9 @@ func (s *Sender) Send(ctx context.Context, req Request) error {
 }
 
 // Enqueue sends reqs with SendMessageBatch, ten a batch, and returns one
-// error per request: a failed batch fails each of its requests, a refused
-// entry its own.
+// error per request, nil only for an entry the answer lists as successful:
+// a failed batch fails each of its requests, an entry listed as failed or
+// not listed at all its own (ErrRefused).
 func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
 	errs := make([]error, len(reqs))
 	for lo := 0; lo < len(reqs); lo += sendBatch {
@@ -69,9 +70,22 @@ func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
 			}
 			continue
 		}
+		accepted := map[string]bool{}
+		for _, e := range out.Successful {
+			accepted[aws.ToString(e.Id)] = true
+		}
+		refused := map[string]string{}
 		for _, f := range out.Failed {
-			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= lo && i < hi {
-				errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w: %s %s", reqs[i].CatalogID, ErrRefused, aws.ToString(f.Code), aws.ToString(f.Message))
+			refused[aws.ToString(f.Id)] = aws.ToString(f.Code) + " " + aws.ToString(f.Message)
+		}
+		for _, e := range in.Entries {
+			id := aws.ToString(e.Id)
+			i, _ := strconv.Atoi(id)
+			switch why, ok := refused[id]; {
+			case ok:
+				errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w: %s", reqs[i].CatalogID, ErrRefused, why)
+			case !accepted[id]:
+				errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w: the answer does not list it", reqs[i].CatalogID, ErrRefused)
 			}
 		}
 	}

@@ -21,13 +21,14 @@ type Enqueuer interface {
 }
 
 // Swept is what one sweep did. Due counts the index entries it found due
-// (next_due <= now); Enqueued those it claimed and enqueued; BackingOff
-// those it skipped because a failure streak's retry_after is later (it
-// moved their next_due there). The rest of Due were claimed meanwhile by
-// another sweep, or not sent (their claim is undone). Overdue3x counts the
-// due entries at least three intervals stale: next_due more than three
-// intervals past, or two failures or more in a row. Complete is false when
-// the context ended before every page was read; the rest stay due.
+// (next_due <= now); Enqueued those it claimed and the queue accepted;
+// BackingOff those it skipped because a failure streak's retry_after is
+// later (it moved their next_due there). The rest of Due were claimed
+// meanwhile by another sweep, or not sent (their claim is undone).
+// Overdue3x counts the due entries at least three intervals stale:
+// next_due more than three intervals past, or two failures or more in a
+// row. Complete is false when the context ended before every page was
+// read; the rest stay due.
 type Swept struct {
 	Due        int  `json:"due"`
 	Enqueued   int  `json:"enqueued"`
@@ -43,8 +44,9 @@ func (s *Swept) add(o Swept) {
 	s.Overdue3x += o.Overdue3x
 }
 
-// sendBatch is how many claimed catalogs go to the Enqueuer at once: one
-// SQS SendMessageBatch.
+// sendBatch is how many due entries a shard claims at once, and so the
+// most claimed catalogs that go to the Enqueuer at once: one SQS
+// SendMessageBatch.
 const sendBatch = 10
 
 // Sweep finds the catalogs due now and enqueues a discover request for
@@ -53,17 +55,27 @@ const sendBatch = 10
 // items a page), the shards in parallel, and claims each entry with an
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
-// retry_after instead. A request q does not send has its claim undone.
-// When ctx ends it claims nothing more, sends what it claimed (for at most
-// a second more) and returns Complete false, no error; an error is a
-// DynamoDB failure other than a lost claim.
-func (t *Table) Sweep(ctx context.Context, q Enqueuer) (Swept, error) {
+// retry_after instead. A shard claims sendBatch entries at once, in
+// parallel, and sends them; it starts the next sendBatch only while the
+// time sends may take leaves room for its slowest claim-and-send so far
+// (before the first, twice its Query), so that as a rule each send is
+// answered.
+//
+// ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
+// after ctx ends) bounds what follows. When ctx ends the sweep claims
+// nothing more, sends what it claimed for three quarters of the time from
+// ctx's end to end, and undoes every claim not sent by end. It returns
+// Complete false then, no error; an error is a DynamoDB failure other than
+// a lost claim.
+func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
+	f := newFollowUp(ctx, end)
+	defer f.stop()
 	results := make([]Swept, catalog.DueShards)
 	errs := make([]error, catalog.DueShards)
 	var wg sync.WaitGroup
 	for i := range catalog.DueShards {
-		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, q, strconv.Itoa(i), now) })
+		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, f, q, strconv.Itoa(i), now) })
 	}
 	wg.Wait()
 	total := Swept{Complete: true}
@@ -86,13 +98,15 @@ type entry struct {
 	retryAfter int64
 }
 
-func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now time.Time) (Swept, error) {
+func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
+	var slowest time.Duration // the longest claimAndSend so far; at first, two Queries
 	for {
 		if ctx.Err() != nil {
 			return sw, nil
 		}
+		asked := time.Now()
 		out, err := t.api.Query(ctx, &dynamodb.QueryInput{
 			TableName:                aws.String(t.table),
 			IndexName:                aws.String(catalog.DueIndex),
@@ -111,41 +125,20 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 			}
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
 		}
-		var claimed []claim
-		var stop error   // a claim failed: send what is claimed, then stop
-		var lost []claim // a claim cut off by the end of ctx: it may have landed
-		for _, item := range out.Items {
-			if ctx.Err() != nil {
-				break // the budget ended: the rest stay due
-			}
-			e := readEntry(item)
-			sw.Due++
-			if e.overdue3x(now) {
-				sw.Overdue3x++
-			}
-			next, backingOff := now.Add(e.interval).Unix(), e.retryAfter > now.Unix()
-			if backingOff {
-				next = e.retryAfter
-			}
-			ok, err := t.move(ctx, e, next)
-			if err != nil {
-				if ctx.Err() == nil {
-					stop = err
-				} else if !backingOff {
-					lost = append(lost, claim{req: e.req, seen: e.nextDue, wrote: next})
-				}
-				break
-			}
-			switch {
-			case ok && backingOff:
-				sw.BackingOff++
-			case ok:
-				claimed = append(claimed, claim{req: e.req, seen: e.nextDue, wrote: next})
-			}
+		if slowest == 0 {
+			slowest = 2 * time.Since(asked) // two round trips: the claims, the send
 		}
-		sw.Enqueued += t.send(ctx, q, claimed, lost)
-		if stop != nil {
-			return sw, stop
+		for lo := 0; lo < len(out.Items); lo += sendBatch {
+			if !f.fits(ctx, slowest) {
+				return sw, nil // the rest stay due
+			}
+			began := time.Now()
+			g, err := t.claimAndSend(ctx, f, q, out.Items[lo:min(lo+sendBatch, len(out.Items))], now)
+			sw.add(g)
+			slowest = max(slowest, time.Since(began))
+			if err != nil {
+				return sw, err
+			}
 		}
 		if ctx.Err() != nil {
 			return sw, nil
@@ -158,40 +151,146 @@ func (t *Table) sweepShard(ctx context.Context, q Enqueuer, shard string, now ti
 	}
 }
 
-// sendGrace bounds sending what a sweep claimed, and undoing what it could
-// not send, once its context has ended.
-const sendGrace = time.Second
-
-// send enqueues the claimed catalogs, sendBatch at a time, undoes the claim
-// of each one q did not take and each lost one, and returns how many it
-// sent. It runs on for at most sendGrace after ctx ends: a claimed catalog
-// is sent or released.
-func (t *Table) send(ctx context.Context, q Enqueuer, claimed, lost []claim) int {
-	if len(claimed)+len(lost) == 0 {
-		return 0
+// claimAndSend claims the due entries items (at most sendBatch) in
+// parallel, or moves them to their retry_after, sends the claimed ones and
+// undoes each claim it could not send or that failed (it may have landed).
+// An error is a DynamoDB failure other than a lost claim.
+func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items []map[string]types.AttributeValue, now time.Time) (Swept, error) {
+	type result struct {
+		e              entry
+		next           int64
+		backingOff, ok bool
+		err            error
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })()
-	for _, c := range lost {
-		t.unclaim(sctx, c)
-	}
-	sent := 0
-	for i := 0; i < len(claimed); i += sendBatch {
-		batch := claimed[i:min(i+sendBatch, len(claimed))]
-		reqs := make([]Request, len(batch))
-		for j, c := range batch {
-			reqs[j] = c.req
+	res := make([]result, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		r := &res[i]
+		r.e = readEntry(item)
+		r.next, r.backingOff = now.Add(r.e.interval).Unix(), r.e.retryAfter > now.Unix()
+		if r.backingOff {
+			r.next = r.e.retryAfter
 		}
-		for j, err := range q.Enqueue(sctx, reqs) {
-			if err == nil {
+		wg.Go(func() { r.ok, r.err = t.move(ctx, r.e, r.next) })
+	}
+	wg.Wait()
+	var sw Swept
+	var claimed, lost []claim
+	var stop error
+	for _, r := range res {
+		sw.Due++
+		if r.e.overdue3x(now) {
+			sw.Overdue3x++
+		}
+		c := claim{req: r.e.req, seen: r.e.nextDue, wrote: r.next}
+		switch {
+		case r.err != nil:
+			if ctx.Err() == nil && stop == nil {
+				stop = r.err
+			}
+			if !r.backingOff {
+				lost = append(lost, c)
+			}
+		case r.ok && r.backingOff:
+			sw.BackingOff++
+		case r.ok:
+			claimed = append(claimed, c)
+		}
+	}
+	sw.Enqueued = t.send(f, q, claimed, lost)
+	return sw, stop
+}
+
+// fits reports whether a claim-and-send that takes d, started now, is
+// answered before f.send ends: ctx has not ended and the send's end, as
+// far as it is known, is at least d away.
+func (f *followUp) fits(ctx context.Context, d time.Duration) bool {
+	return ctx.Err() == nil && (f.sendBy.IsZero() || time.Until(f.sendBy) >= d)
+}
+
+// send enqueues the claimed catalogs on f.send, undoes on f.undo (in
+// parallel) the claim of each one q did not accept or was not given and of
+// each lost one, and returns how many q accepted.
+func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
+	undo := lost
+	sent := 0
+	if len(claimed) > 0 {
+		var errs []error
+		if f.send.Err() == nil {
+			reqs := make([]Request, len(claimed))
+			for j, c := range claimed {
+				reqs[j] = c.req
+			}
+			errs = q.Enqueue(f.send, reqs)
+		}
+		for j, c := range claimed {
+			if j < len(errs) && errs[j] == nil {
 				sent++
 				continue
 			}
-			t.unclaim(sctx, batch[j])
+			undo = append(undo, c)
 		}
 	}
+	var wg sync.WaitGroup
+	for _, c := range undo {
+		wg.Go(func() { t.unclaim(f.undo, c) })
+	}
+	wg.Wait()
 	return sent
+}
+
+// sendGrace is how long sending and undoing run on after a sweep's context
+// ends when Sweep is given no end.
+const sendGrace = time.Second
+
+// followUp holds the contexts that outlive a sweep's context: send ends
+// three quarters of the way from the sweep context's end to end, undo at
+// end. Both keep the sweep context's values.
+type followUp struct {
+	send, undo context.Context
+	sendBy     time.Time // when send ends if ctx ends at its deadline; zero: unknown
+	stop       func()
+}
+
+func newFollowUp(ctx context.Context, end time.Time) *followUp {
+	base := context.WithoutCancel(ctx)
+	send, cancelSend := context.WithCancel(base)
+	undo, cancelUndo := context.WithCancel(base)
+	var (
+		mu      sync.Mutex
+		stopped bool
+		timers  []*time.Timer
+	)
+	after := context.AfterFunc(ctx, func() {
+		w := sendGrace
+		if !end.IsZero() {
+			w = time.Until(end)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timers = append(timers, time.AfterFunc(w*3/4, cancelSend), time.AfterFunc(w, cancelUndo))
+		}
+	})
+	var sendBy time.Time
+	if d, ok := ctx.Deadline(); ok {
+		w := sendGrace
+		if !end.IsZero() {
+			w = end.Sub(d)
+		}
+		sendBy = d.Add(w * 3 / 4)
+	}
+	return &followUp{send: send, undo: undo, sendBy: sendBy, stop: func() {
+		after()
+		mu.Lock()
+		stopped = true
+		for _, tm := range timers {
+			tm.Stop()
+		}
+		mu.Unlock()
+		cancelSend()
+		cancelUndo()
+	}}
 }
 
 // move sets e's next_due to next if it is still the one the index
