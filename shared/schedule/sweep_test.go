@@ -65,7 +65,6 @@ func (m *memTable) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func
 		if nd <= now && catalog.DueShard(id) == shard {
 			item := key(id)
 			item[catalog.NextDueAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(nd, 10)}
-			item[catalog.ServerURLAttribute] = &types.AttributeValueMemberS{Value: serverURL}
 			item[catalog.IntervalAttribute] = &types.AttributeValueMemberN{Value: "3600"}
 			out.Items = append(out.Items, item)
 		}
@@ -272,7 +271,7 @@ func TestEnqueueReportsEachEntry(t *testing.T) {
 	s := &schedule.Sender{API: q, URL: "queue"}
 	var reqs []schedule.Request
 	for _, id := range []string{"ok-0", "refuse-0", "mute-0", "ok-1", "mute-1", "ok-2", "ok-3", "ok-4", "ok-5", "ok-6", "refuse-1", "ok-7"} {
-		reqs = append(reqs, schedule.Request{CatalogID: id, ServerURL: serverURL})
+		reqs = append(reqs, schedule.Request{CatalogID: id})
 	}
 	errs := s.Enqueue(t.Context(), reqs)
 	if len(errs) != len(reqs) {
