@@ -233,7 +233,7 @@ func TestStalledVaultWrite(t *testing.T) {
 	anon := startExampleServer(t, true)
 	f := newGrantFixture(t, oauthtest.Options{}, stackOptions{timeout: timeout, allow: []string{allowOnly(t, static.URL), allowOnly(t, anon)}, env: []string{
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + proxy.URL,
-		"MCPFN_OPERATION_TIMEOUT=3s",
+		"MCPFN_OPERATION_TIMEOUT=4s",
 		"MCPFN_RESERVE=4s",
 	}})
 	f.s.putVault(t, "static", static.URL, "static-e2e")
