@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -328,7 +329,8 @@ func (s *stack) makeDue(ctx context.Context, ids []string) error {
 }
 
 // takeQueued receives and deletes every message on the discover queue and
-// returns their bodies; nil without moto.
+// returns their bodies, sorted (the sweep sends concurrently, so arrival
+// order varies from run to run); nil without moto.
 func (s *stack) takeQueued(ctx context.Context) ([]string, error) {
 	if s.moto == nil {
 		return nil, nil
@@ -341,6 +343,7 @@ func (s *stack) takeQueued(ctx context.Context) ([]string, error) {
 			return bodies, err
 		}
 		if len(out.Messages) == 0 {
+			slices.Sort(bodies)
 			return bodies, nil
 		}
 		for _, m := range out.Messages {
