@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -335,24 +334,12 @@ func (s *stack) takeQueued(ctx context.Context) ([]string, error) {
 	if s.moto == nil {
 		return nil, nil
 	}
-	q := sqs.NewFromConfig(s.moto.Config(ctx))
-	var bodies []string
-	for {
-		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.queueURL), MaxNumberOfMessages: 10})
-		if err != nil {
-			return bodies, err
-		}
-		if len(out.Messages) == 0 {
-			slices.Sort(bodies)
-			return bodies, nil
-		}
-		for _, m := range out.Messages {
-			bodies = append(bodies, aws.ToString(m.Body))
-			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				return bodies, err
-			}
-		}
+	msgs, err := localstack.Drain(ctx, sqs.NewFromConfig(s.moto.Config(ctx)), s.queueURL, 0)
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		bodies[i] = m.Body
 	}
+	return bodies, err
 }
 
 // dlqDepth returns how many messages the function's DLQ holds; 0 without

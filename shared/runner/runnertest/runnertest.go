@@ -34,12 +34,8 @@ type TaskReport = localstack.TaskReport
 // Tasks is a recording Step Functions (see localstack.Tasks).
 type Tasks = localstack.Tasks
 
-// Message is one message sent to a queue.
-type Message struct {
-	QueueURL   string            `json:"queue_url"`
-	Body       string            `json:"body"`
-	Attributes map[string]string `json:"attributes,omitempty"`
-}
+// Message is one message sent to a queue (localstack.Message).
+type Message = localstack.Message
 
 // Queue records sent messages. Fail, when set, is returned by every send.
 // Safe for concurrent use.
