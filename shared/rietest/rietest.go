@@ -22,12 +22,6 @@ type (
 // function timeout.
 const TimedOutType = localstack.TimedOutType
 
-// Build and FindRIE are localstack's.
-var (
-	Build   = localstack.Build
-	FindRIE = localstack.FindRIE
-)
-
 // StartFunction starts cfg under the RIE and stops it in tb.Cleanup; when
 // the test failed, the function's output is logged.
 func StartFunction(tb testing.TB, cfg Config) *Function {
