@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 // BatchSize is the number of records in the batch-concurrency run.
@@ -132,7 +132,7 @@ func SQSEvent(bodies ...string) events.SQSEvent {
 // RunBatch invokes f (discover under the RIE) with event once, checks that
 // no record failed, and collects the wall time and each work item's
 // duration_ms from its summary lines.
-func RunBatch(ctx context.Context, f *rietest.Function, event []byte, concurrency, records int) (BatchResult, error) {
+func RunBatch(ctx context.Context, f *localstack.Function, event []byte, concurrency, records int) (BatchResult, error) {
 	start := time.Now()
 	res, err := f.Invoke(ctx, event)
 	wall := time.Since(start)

@@ -19,11 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/rietest"
-	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
@@ -44,10 +44,10 @@ type stack struct {
 	dlq           map[string]string // function name → DLQ URL
 	discoverQueue string            // MCPFN_DISCOVER_QUEUE_URL of both functions
 	sealKey       string            // MCPFN_SEAL_KEY_ID of both functions
-	tasks         *runnertest.TaskRecorder
-	discover      *rietest.Function
-	call          *rietest.Function
-	callConfig    rietest.Config // the call function's, to start more processes of it
+	tasks         *localstack.TaskRecorder
+	discover      *localstack.Function
+	call          *localstack.Function
+	callConfig    localstack.Config // the call function's, to start more processes of it
 	store         *catalog.Dynamo
 	sqs           *sqs.Client
 	secrets       *secretsmanager.Client
@@ -92,7 +92,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	s.sealKey = aws.ToString(key.KeyMetadata.KeyId)
 	s.store = catalog.NewDynamo(db, s.catalogTable, catalog.WithSealer(catalog.KMS{API: kms.NewFromConfig(cfg), KeyID: s.sealKey}))
-	s.tasks = runnertest.NewTaskRecorder()
+	if s.tasks, err = localstack.StartTaskRecorder(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(s.tasks.Close)
 
 	if o.timeout == 0 {
@@ -108,11 +110,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		"MCPFN_LOG_LEVEL=INFO",
 	)
 	env = append(env, o.env...)
-	s.discover = rietest.StartFunction(t, rietest.Config{
+	s.discover = rietest.StartFunction(t, localstack.Config{
 		Bootstrap: bins.discover, RIE: rie, Name: "discover", Timeout: o.timeout,
 		Env: append(append([]string(nil), env...), "MCPFN_DLQ_URL="+s.dlq["discover"]),
 	})
-	s.callConfig = rietest.Config{
+	s.callConfig = localstack.Config{
 		Bootstrap: bins.call, RIE: rie, Name: "call", Timeout: o.timeout,
 		Env: append(append([]string(nil), env...), "MCPFN_DLQ_URL="+s.dlq["call"], "MCPFN_CALLS_TABLE="+s.callsTable),
 	}
@@ -121,14 +123,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 }
 
 // function returns the named function of the stack.
-func (s *stack) function(name string) *rietest.Function {
+func (s *stack) function(name string) *localstack.Function {
 	if name == "call" {
 		return s.call
 	}
 	return s.discover
 }
 
-func invoke(t *testing.T, f *rietest.Function, payload []byte) rietest.Result {
+func invoke(t *testing.T, f *localstack.Function, payload []byte) localstack.Result {
 	t.Helper()
 	res, err := f.Invoke(t.Context(), payload)
 	if err != nil {
@@ -171,7 +173,7 @@ func sqsEvent(t *testing.T, bodies ...any) []byte {
 }
 
 // batchFailures returns the item identifiers of an SQS batch response.
-func batchFailures(t *testing.T, res rietest.Result) []string {
+func batchFailures(t *testing.T, res localstack.Result) []string {
 	t.Helper()
 	if res.ErrorType != "" {
 		t.Fatalf("SQS batch failed as a whole: %s: %s", res.ErrorType, res.ErrorMessage)

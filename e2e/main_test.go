@@ -16,8 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/awstest"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 // Shared by every test: built once (moto is awstest.SharedMoto).
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	var err error
-	if rie, err = rietest.FindRIE(); err != nil {
+	if rie, err = localstack.FindRIE(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
@@ -50,7 +50,7 @@ func runMain(m *testing.M) int {
 		"github.com/mcpfn/mcpfn/functions/call":     bins.call,
 		"github.com/mcpfn/mcpfn/cmd/exampleserver":  bins.exampleServer,
 	} {
-		if err := rietest.Build(context.Background(), pkg, out); err != nil {
+		if err := localstack.Build(context.Background(), pkg, out); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 			return 1
 		}

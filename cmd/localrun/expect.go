@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 )
 
 // expectedErrors is the Lambda errorType of each sample event in events/
@@ -30,7 +30,7 @@ func expected(path string) string {
 }
 
 // outcome describes what res is, in the words of expected.
-func outcome(res rietest.Result) string {
+func outcome(res localstack.Result) string {
 	if res.ErrorType != "" {
 		return "errorType " + res.ErrorType
 	}
@@ -45,7 +45,7 @@ func outcome(res rietest.Result) string {
 
 // checkOutcome is nil when res is the outcome the event at path must
 // have, else an error naming both.
-func checkOutcome(path string, res rietest.Result) error {
+func checkOutcome(path string, res localstack.Result) error {
 	want, got := expected(path), outcome(res)
 	if want == got {
 		return nil

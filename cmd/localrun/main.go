@@ -44,7 +44,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 )
 
 // Default events of a run without -event: discover, then call.
@@ -115,7 +115,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		cfg.logs = stderr
 	}
 	if cfg.rie == "" {
-		if cfg.rie, err = rietest.FindRIE(); err != nil {
+		if cfg.rie, err = localstack.FindRIE(); err != nil {
 			return err
 		}
 	}
@@ -200,7 +200,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 }
 
 // invokeAndPrint invokes inv, prints its result, and returns it.
-func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) (rietest.Result, error) {
+func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) (localstack.Result, error) {
 	fn := st.discover
 	if inv.function == "call" {
 		fn = st.call

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -23,7 +23,7 @@ const secretsPrefix = "mcpfn/vaults/"
 // tokens, and the vault oauthVault in moto's Secrets Manager holding an
 // mcp_oauth credential for it.
 type oauthPart struct {
-	as        *oauthtest.Server
+	as        *localstack.AuthServer
 	serverURL string
 	secret    string // the vault's secret name
 	secrets   *secretsmanager.Client
@@ -39,7 +39,7 @@ type oauthPart struct {
 // an hour ago and a live refresh token, so the first OAuth invocation
 // refreshes it.
 func (s *stack) startOAuth(ctx context.Context, bin string, stateless bool) error {
-	as, err := oauthtest.Start(oauthtest.Options{})
+	as, err := localstack.StartAuthServer(localstack.AuthOptions{})
 	if err != nil {
 		return err
 	}

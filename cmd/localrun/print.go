@@ -10,9 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/rietest"
-	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/text"
 )
 
@@ -66,7 +65,7 @@ func (p *printer) invoking(inv invocation) {
 	p.f("\n==> %s  %s\n", inv.function, inv.path)
 }
 
-func (p *printer) result(inv invocation, res rietest.Result) {
+func (p *printer) result(inv invocation, res localstack.Result) {
 	if res.ErrorType != "" {
 		p.f("  failed: %s: %s\n", res.ErrorType, res.ErrorMessage)
 		p.errorTypes(res.Logs)
@@ -205,7 +204,7 @@ func (p *printer) batch(inv invocation, payload []byte) {
 	p.f("  SQS batch: %d of %d records return to the queue: %s\n", len(ids), n, strings.Join(ids, ", "))
 }
 
-func (p *printer) taskReports(reps []runnertest.TaskReport) {
+func (p *printer) taskReports(reps []localstack.TaskReport) {
 	for _, r := range reps {
 		switch r.Action() {
 		case "SendTaskSuccess":

@@ -22,11 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
-	"github.com/mcpfn/mcpfn/shared/rietest"
-	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 )
 
 // Local resource names, the same as a deployed stack's environment carries.
@@ -47,12 +45,12 @@ const unreachable = "http://127.0.0.1:9"
 type stack struct {
 	dir       string
 	serverURL string
-	moto      *awstest.Moto
+	moto      *localstack.Moto
 	store     catalog.Store
 	storeDesc string
-	tasks     *runnertest.TaskRecorder
-	discover  *rietest.Function
-	call      *rietest.Function
+	tasks     *localstack.TaskRecorder
+	discover  *localstack.Function
+	call      *localstack.Function
 	dlqs      map[string]string // function name → DLQ URL (moto only)
 	queueURL  string            // the discover queue (moto only)
 	sealKey   string            // the KMS key sealing server URLs (moto only)
@@ -106,7 +104,7 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 		if name == "exampleserver" {
 			pkg = "github.com/mcpfn/mcpfn/cmd/exampleserver"
 		}
-		if err := rietest.Build(ctx, pkg, out); err != nil {
+		if err := localstack.Build(ctx, pkg, out); err != nil {
 			return nil, err
 		}
 	}
@@ -130,7 +128,9 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 		allowed = append(allowed, s.oauth.serverURL, s.oauth.as.Issuer)
 		env = append(env, "MCPFN_SECRETS_PREFIX="+secretsPrefix)
 	}
-	s.tasks = runnertest.NewTaskRecorder()
+	if s.tasks, err = localstack.StartTaskRecorder(); err != nil {
+		return nil, err
+	}
 	s.onClose(func() error { s.tasks.Close(); return nil })
 
 	var allow []string
@@ -148,7 +148,7 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 	)
 	for _, fn := range []struct {
 		name string
-		dst  **rietest.Function
+		dst  **localstack.Function
 		env  []string
 	}{
 		{"discover", &s.discover, s.functionEnv("discover")},
@@ -158,7 +158,7 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 		if cfg.logs != nil {
 			out = prefixWriter(cfg.logs, fn.name+" | ")
 		}
-		f, err := rietest.Start(rietest.Config{
+		f, err := localstack.StartFunction(localstack.Config{
 			Bootstrap: bins[fn.name],
 			RIE:       cfg.rie,
 			Name:      fn.name,
@@ -236,7 +236,7 @@ func (s *stack) startExampleServer(ctx context.Context, bin string, args ...stri
 // the environment every function gets.
 func (s *stack) startStore(ctx context.Context, cfg stackConfig) ([]string, error) {
 	if cfg.store != "dir" {
-		m, err := awstest.Start()
+		m, err := localstack.StartMoto()
 		if err == nil {
 			s.moto = m
 			s.onClose(m.Stop)
@@ -328,28 +328,18 @@ func (s *stack) makeDue(ctx context.Context, ids []string) error {
 }
 
 // takeQueued receives and deletes every message on the discover queue and
-// returns their bodies; nil without moto.
+// returns their bodies, sorted (the sweep sends concurrently, so arrival
+// order varies from run to run); nil without moto.
 func (s *stack) takeQueued(ctx context.Context) ([]string, error) {
 	if s.moto == nil {
 		return nil, nil
 	}
-	q := sqs.NewFromConfig(s.moto.Config(ctx))
-	var bodies []string
-	for {
-		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.queueURL), MaxNumberOfMessages: 10})
-		if err != nil {
-			return bodies, err
-		}
-		if len(out.Messages) == 0 {
-			return bodies, nil
-		}
-		for _, m := range out.Messages {
-			bodies = append(bodies, aws.ToString(m.Body))
-			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				return bodies, err
-			}
-		}
+	msgs, err := localstack.Drain(ctx, sqs.NewFromConfig(s.moto.Config(ctx)), s.queueURL, 0)
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		bodies[i] = m.Body
 	}
+	return bodies, err
 }
 
 // dlqDepth returns how many messages the function's DLQ holds; 0 without

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcpfn/mcpfn/shared/awstest"
-	"github.com/mcpfn/mcpfn/shared/rietest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 )
 
 // upCatalog is the catalog up discovers the example server into, so that
@@ -31,7 +30,7 @@ func up(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		cfg.logs = stderr
 	}
 	if cfg.rie == "" {
-		if cfg.rie, err = rietest.FindRIE(); err != nil {
+		if cfg.rie, err = localstack.FindRIE(); err != nil {
 			return err
 		}
 	}
@@ -73,7 +72,7 @@ export CALL_INVOKE_URL=%s
 # Try: bin/mcpfn-catalog list; bin/mcpfn-catalog get %s
 #      curl -s "$CALL_INVOKE_URL" -d @events/call-direct.json   (its server_url is a placeholder; use "$EXAMPLE_SERVER_URL")
 %s
-`, st.moto.Endpoint(), awstest.Region, awstest.AccessKeyID, awstest.SecretAccessKey,
+`, st.moto.Endpoint(), localstack.Region, localstack.AccessKeyID, localstack.SecretAccessKey,
 		catalogTable, callsTable, secretsPrefix, st.queueURL, st.serverURL,
 		st.discover.URL(), st.call.URL(), upCatalog, UpReady)
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 var built struct {
@@ -66,7 +66,7 @@ func buildLocalrun(t *testing.T) string {
 // and returns it with a reader of its stdout; stderr goes to errOut.
 func localrun(t *testing.T, bin string, errOut io.Writer, args ...string) (*exec.Cmd, io.Reader) {
 	t.Helper()
-	rie, err := rietest.FindRIE()
+	rie, err := localstack.FindRIE()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
-	"github.com/mcpfn/mcpfn/shared/ledger/ledgertest"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner"
@@ -49,7 +49,7 @@ func newStack(t *testing.T, tweak func(*runner.Config)) *stack {
 	_, s.calls = awstest.NewTable(t, s.Moto, "calls", ledger.CreateTable)
 	// moto's conditional writes are not atomic, DynamoDB's are: racing
 	// Begins (TestDuplicateDeliveryRunsOnce) go through ledgertest.Strict.
-	s.ledger = ledger.NewDynamo(ledgertest.Strict(s.DDB), s.calls, time.Minute)
+	s.ledger = ledger.NewDynamo(localstack.NewStrict(s.DDB), s.calls, time.Minute)
 	s.handler = &Handler{
 		Connect:     connect,
 		HTTPClient:  s.Client(t, mcp.CallTimeout),

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/ledger"
-	"github.com/mcpfn/mcpfn/shared/ledger/ledgertest"
 )
 
 // ledgerAPI is the method set Dynamo and Memory share; the call function
@@ -72,7 +72,7 @@ var stores = []store{
 	}},
 	{"dynamo", func(t *testing.T, clk *clock, n int) []ledgerAPI {
 		api, table := newTable(t)
-		strict := ledgertest.Strict(api) // one for all n, so their writes exclude each other
+		strict := localstack.NewStrict(api) // one for all n, so their writes exclude each other
 		var out []ledgerAPI
 		for range n {
 			d := ledger.NewDynamo(strict, table, lease)

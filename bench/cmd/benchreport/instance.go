@@ -13,10 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mcpfn/mcpfn/bench"
-	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 // 8. Memory per instance.
@@ -36,7 +35,7 @@ type instanceCase struct {
 }
 
 func instanceMemory(ctx context.Context, e *env) (result, error) {
-	m, err := awstest.Start()
+	m, err := localstack.StartMoto()
 	if err != nil {
 		return result{}, err
 	}
@@ -98,7 +97,7 @@ func instanceMemory(ctx context.Context, e *env) (result, error) {
 		} else {
 			env = append(env, "MCPFN_CALLS_TABLE="+table, "MCPFN_CATALOG_DIR="+e.tmp+"/instance-catalog", "MCPFN_LOCAL=1")
 		}
-		f, err := rietest.Start(rietest.Config{Bootstrap: bin, Name: c.function, Timeout: 120 * time.Second, Env: env})
+		f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: c.function, Timeout: 120 * time.Second, Env: env})
 		if err != nil {
 			srv.Close()
 			return result{}, err
@@ -138,7 +137,7 @@ func instanceMemory(ctx context.Context, e *env) (result, error) {
 
 // outcomes counts the outcomes of an invocation's summary lines, as
 // "10 succeeded" or "10 requeued (mcp_protocol_error)".
-func outcomes(res rietest.Result) string {
+func outcomes(res localstack.Result) string {
 	counts := map[string]int{}
 	var order []string
 	for _, l := range res.Logs {

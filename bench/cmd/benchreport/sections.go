@@ -20,9 +20,8 @@ import (
 
 	"github.com/mcpfn/mcpfn/bench"
 	"github.com/mcpfn/mcpfn/bench/item"
-	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 var sections = []section{
@@ -319,7 +318,7 @@ type function struct {
 }
 
 func coldStart(ctx context.Context, e *env) (result, error) {
-	rie, err := rietest.FindRIE()
+	rie, err := localstack.FindRIE()
 	if err != nil {
 		return result{}, err
 	}
@@ -459,7 +458,7 @@ func batch(ctx context.Context, e *env) (result, error) {
 	b.WriteString("| MCPFN_BATCH_CONCURRENCY | records | wall | sum of items | longest item | wall ÷ sum | wall ÷ longest | command |\n|---|---|---|---|---|---|---|---|\n")
 	var sum []summary
 	for _, conc := range []int{bench.BatchSize, 1} {
-		f, err := rietest.Start(rietest.Config{
+		f, err := localstack.StartFunction(localstack.Config{
 			Bootstrap: discover,
 			Name:      "discover",
 			Timeout:   60 * time.Second,
@@ -501,7 +500,7 @@ func batch(ctx context.Context, e *env) (result, error) {
 // 7. Store cost.
 
 func store(ctx context.Context, e *env) (result, error) {
-	m, err := awstest.Start()
+	m, err := localstack.StartMoto()
 	if err != nil {
 		return result{}, err
 	}

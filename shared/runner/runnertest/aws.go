@@ -2,7 +2,6 @@ package runnertest
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 )
 
@@ -26,34 +26,15 @@ func NewQueue(tb testing.TB, client *sqs.Client, prefix string) string {
 
 // Drain receives every message of the queue at url until want messages
 // arrived or ten seconds passed, deleting each, and returns them sorted by
-// body with their string attributes.
+// body with their string attributes (see localstack.Drain).
 func Drain(tb testing.TB, client *sqs.Client, url string, want int) []Message {
 	tb.Helper()
-	ctx := context.Background()
-	var got []Message
-	deadline := time.Now().Add(10 * time.Second)
-	for len(got) < want && time.Now().Before(deadline) {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(url),
-			MaxNumberOfMessages:   10,
-			MessageAttributeNames: []string{"All"},
-			WaitTimeSeconds:       1,
-		})
-		if err != nil {
-			tb.Fatalf("runnertest: receive from %s: %v", url, err)
-		}
-		for _, m := range out.Messages {
-			msg := Message{QueueURL: url, Body: aws.ToString(m.Body), Attributes: map[string]string{}}
-			for k, v := range m.MessageAttributes {
-				msg.Attributes[k] = aws.ToString(v.StringValue)
-			}
-			got = append(got, msg)
-			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				tb.Fatalf("runnertest: delete from %s: %v", url, err)
-			}
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := localstack.Drain(ctx, client, url, want)
+	if err != nil {
+		tb.Fatalf("runnertest: %v", err)
 	}
-	slices.SortStableFunc(got, func(a, b Message) int { return cmpString(a.Body, b.Body) })
 	return got
 }
 

@@ -14,16 +14,8 @@ import (
 )
 
 // Update, set by the -update test flag, rewrites golden files instead of
-// comparing against them. The flag exists in test binaries only, so a
-// program using this package's fakes (cmd/localrun) keeps its own flags.
-var Update = updateFlag()
-
-func updateFlag() *bool {
-	if !testing.Testing() {
-		return new(bool)
-	}
-	return flag.Bool("update", false, "rewrite golden files under testdata/")
-}
+// comparing against them.
+var Update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // Golden compares got, marshaled as indented JSON, with the file at path,
 // or writes it there when -update is set.

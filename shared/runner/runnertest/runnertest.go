@@ -1,6 +1,5 @@
 // Package runnertest holds fakes for testing code built on package runner:
-// a recording Step Functions, in process (Tasks) and over HTTP for a
-// function binary (TaskRecorder), a recording SQS, SQS event builders, a
+// a recording Step Functions (Tasks, localstack's), a recording SQS, SQS event builders, a
 // Lambda context, and a function handler's surroundings in memory (Fakes)
 // or over moto (Stack), with the checks both functions' tests share.
 package runnertest
@@ -17,11 +16,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
@@ -30,122 +27,15 @@ var (
 	_ runner.QueueAPI = (*Queue)(nil)
 )
 
-// TaskReport is one SendTaskSuccess (Error empty) or SendTaskFailure, as
-// Tasks or a TaskRecorder received it.
-type TaskReport struct {
-	TaskToken string          `json:"task_token"`
-	Output    json.RawMessage `json:"output,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	Cause     string          `json:"cause,omitempty"`
-}
+// TaskReport is one SendTaskSuccess or SendTaskFailure (see
+// localstack.TaskReport).
+type TaskReport = localstack.TaskReport
 
-// Action names the call: "SendTaskSuccess" or "SendTaskFailure". It is
-// exact because Tasks refuses a failure without an Error.
-func (r TaskReport) Action() string {
-	if r.Error == "" {
-		return "SendTaskSuccess"
-	}
-	return "SendTaskFailure"
-}
+// Tasks is a recording Step Functions (see localstack.Tasks).
+type Tasks = localstack.Tasks
 
-// Tasks records task reports, refusing what Step Functions refuses (an
-// Output that is not JSON: *types.InvalidOutput; an Error over 256
-// characters: a ValidationException) and a failure without an Error,
-// which Step Functions accepts but the runner never sends. Fail, when set,
-// is returned by every call (and nothing is recorded). With Once, a token
-// takes one report, as in Step Functions: a later report for it gets
-// *types.TaskTimedOut and is not recorded. Set both before use; the rest
-// is safe for concurrent use.
-type Tasks struct {
-	Fail error
-	Once bool
-
-	mu      sync.Mutex
-	reports []TaskReport
-	closed  map[string]bool
-}
-
-// SendTaskSuccess records a success.
-func (t *Tasks) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInput, _ ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error) {
-	if t.Fail != nil {
-		return nil, t.Fail
-	}
-	out := aws.ToString(in.Output)
-	if !json.Valid([]byte(out)) {
-		return nil, &sfntypes.InvalidOutput{Message: aws.String(fmt.Sprintf("runnertest: output is not JSON: %q", out))}
-	}
-	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Output: json.RawMessage(out)}); err != nil {
-		return nil, err
-	}
-	return &sfn.SendTaskSuccessOutput{}, nil
-}
-
-// SendTaskFailure records a failure.
-func (t *Tasks) SendTaskFailure(_ context.Context, in *sfn.SendTaskFailureInput, _ ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error) {
-	if t.Fail != nil {
-		return nil, t.Fail
-	}
-	switch e := aws.ToString(in.Error); {
-	case e == "":
-		return nil, validation("runnertest: a failure without an error")
-	case len(e) > 256:
-		return nil, validation("runnertest: error longer than 256 characters")
-	}
-	if err := t.record(TaskReport{TaskToken: aws.ToString(in.TaskToken), Error: aws.ToString(in.Error), Cause: aws.ToString(in.Cause)}); err != nil {
-		return nil, err
-	}
-	return &sfn.SendTaskFailureOutput{}, nil
-}
-
-// validation is the error the SDK returns for a ValidationException to
-// SendTaskFailure, which has no type of its own there.
-func validation(msg string) error {
-	return &smithy.GenericAPIError{Code: "ValidationException", Message: msg, Fault: smithy.FaultClient}
-}
-
-func (t *Tasks) record(r TaskReport) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.Once {
-		if t.closed[r.TaskToken] {
-			return &sfntypes.TaskTimedOut{Message: aws.String("Task Timed Out: 'Provided task does not exist anymore'")}
-		}
-		if t.closed == nil {
-			t.closed = map[string]bool{}
-		}
-		t.closed[r.TaskToken] = true
-	}
-	t.reports = append(t.reports, r)
-	return nil
-}
-
-// Reset forgets the reports (a closed token stays closed).
-func (t *Tasks) Reset() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.reports = nil
-}
-
-// Reports returns the reports sorted by task token.
-func (t *Tasks) Reports() []TaskReport {
-	out := t.arrived()
-	slices.SortStableFunc(out, func(a, b TaskReport) int { return cmpString(a.TaskToken, b.TaskToken) })
-	return out
-}
-
-// arrived returns the reports in the order they were recorded.
-func (t *Tasks) arrived() []TaskReport {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.reports)
-}
-
-// Message is one message sent to a queue.
-type Message struct {
-	QueueURL   string            `json:"queue_url"`
-	Body       string            `json:"body"`
-	Attributes map[string]string `json:"attributes,omitempty"`
-}
+// Message is one message sent to a queue (localstack.Message).
+type Message = localstack.Message
 
 // Queue records sent messages. Fail, when set, is returned by every send.
 // Safe for concurrent use.

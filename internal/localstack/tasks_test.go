@@ -1,4 +1,4 @@
-package runnertest_test
+package localstack_test
 
 import (
 	"encoding/json"
@@ -12,18 +12,20 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfn/mcpfn/shared/awstest"
-	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 )
 
 // TestTaskRecorderRecordsWhatTheSDKSends drives the recorder with the real
 // aws-sdk-go-v2 Step Functions client the functions use.
 func TestTaskRecorderRecordsWhatTheSDKSends(t *testing.T) {
-	rec := runnertest.NewTaskRecorder()
+	rec, err := localstack.StartTaskRecorder()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(rec.Close)
 	client := sfn.NewFromConfig(aws.Config{
-		Region:       awstest.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider(awstest.AccessKeyID, awstest.SecretAccessKey, ""),
+		Region:       localstack.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(localstack.AccessKeyID, localstack.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(rec.URL),
 	})
 	if _, err := client.SendTaskSuccess(t.Context(), &sfn.SendTaskSuccessInput{
@@ -39,7 +41,7 @@ func TestTaskRecorderRecordsWhatTheSDKSends(t *testing.T) {
 	if _, err := client.SendTaskHeartbeat(t.Context(), &sfn.SendTaskHeartbeatInput{TaskToken: aws.String("token-3")}); err == nil {
 		t.Error("SendTaskHeartbeat succeeded; the recorder only accepts success and failure")
 	}
-	_, err := client.SendTaskSuccess(t.Context(), &sfn.SendTaskSuccessInput{TaskToken: aws.String("token-4"), Output: aws.String("{")})
+	_, err = client.SendTaskSuccess(t.Context(), &sfn.SendTaskSuccessInput{TaskToken: aws.String("token-4"), Output: aws.String("{")})
 	if _, ok := errors.AsType[*sfntypes.InvalidOutput](err); !ok {
 		t.Errorf("output not JSON: %v, want InvalidOutput", err)
 	}
@@ -47,7 +49,7 @@ func TestTaskRecorderRecordsWhatTheSDKSends(t *testing.T) {
 	if ae, ok := errors.AsType[smithy.APIError](err); !ok || ae.ErrorCode() != "ValidationException" {
 		t.Errorf("failure without an error: %v, want ValidationException", err)
 	}
-	want := []runnertest.TaskReport{
+	want := []localstack.TaskReport{
 		{TaskToken: "token-1", Output: json.RawMessage(`{"ok":true}`)},
 		{TaskToken: "token-2", Error: "mcp_authentication_failed_error", Cause: "401"},
 	}

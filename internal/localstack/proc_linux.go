@@ -1,4 +1,4 @@
-package rietest
+package localstack
 
 import (
 	"fmt"
@@ -10,9 +10,14 @@ import (
 	"syscall"
 )
 
-// setProcAttr puts the RIE in its own process group, so that Stop can reach
+// setDeathSignal kills the process if this one dies without stopping it.
+func setDeathSignal(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// setGroup puts the RIE in its own process group, so that Stop can reach
 // the runtime it started, and kills it if this process dies without Stop.
-func setProcAttr(cmd *exec.Cmd) {
+func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
@@ -38,7 +43,7 @@ func runtimePeakRSS(pid int, bootstrap string) (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("rietest: no VmHWM in /proc/%d/status", child)
+	return 0, fmt.Errorf("localstack: no VmHWM in /proc/%d/status", child)
 }
 
 // findChild returns the pid of a child of pid whose command is name.
@@ -59,5 +64,5 @@ func findChild(pid int, name string) (int, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("rietest: no %s process under pid %d", name, pid)
+	return 0, fmt.Errorf("localstack: no %s process under pid %d", name, pid)
 }

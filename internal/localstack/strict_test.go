@@ -1,4 +1,4 @@
-package catalogtest
+package localstack
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func TestCheckBatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckBatch(&dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"t": tc.reqs}})
+			err := CheckBatch(&dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"t": tc.reqs}}, "pk", "sk")
 			if (err == nil) != tc.ok {
 				t.Errorf("CheckBatch = %v, want ok %t", err, tc.ok)
 			}

@@ -1,4 +1,4 @@
-package rietest
+package localstack
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func invoke(t *testing.T, f *Function, event string) Result {
 }
 
 func TestInvoke(t *testing.T) {
-	f := StartFunction(t, Config{Bootstrap: bootstrap})
+	f := startFunction(t, Config{Bootstrap: bootstrap})
 	tests := []struct {
 		name  string
 		event string
@@ -72,7 +72,7 @@ func TestInvoke(t *testing.T) {
 }
 
 func TestTimeoutIsReportedAndTheRuntimeRestarts(t *testing.T) {
-	f := StartFunction(t, Config{Bootstrap: bootstrap, Timeout: time.Second})
+	f := startFunction(t, Config{Bootstrap: bootstrap, Timeout: time.Second})
 	got := invoke(t, f, `{"sleep_ms":5000}`)
 	if got.ErrorType != TimedOutType || !strings.Contains(got.ErrorMessage, "timed out") {
 		t.Errorf("slow invocation = %+v, want %s", got, TimedOutType)
@@ -84,7 +84,7 @@ func TestTimeoutIsReportedAndTheRuntimeRestarts(t *testing.T) {
 
 func TestEnvironment(t *testing.T) {
 	t.Setenv("RIETEST_CALLER_ONLY", "must not leak")
-	f := StartFunction(t, Config{Bootstrap: bootstrap, Name: "discover", Timeout: 7 * time.Second,
+	f := startFunction(t, Config{Bootstrap: bootstrap, Name: "discover", Timeout: 7 * time.Second,
 		Env: []string{"MCPFN_X=1", "AWS_REGION=eu-west-1"}})
 	res := invoke(t, f, `{"env":["MCPFN_X","AWS_REGION","AWS_LAMBDA_FUNCTION_NAME","AWS_EC2_METADATA_DISABLED","AWS_CONFIG_FILE","RIETEST_CALLER_ONLY"]}`)
 	var got map[string]any
@@ -106,7 +106,7 @@ func TestEnvironment(t *testing.T) {
 }
 
 func TestLogsBelongToTheirInvocation(t *testing.T) {
-	f := StartFunction(t, Config{Bootstrap: bootstrap})
+	f := startFunction(t, Config{Bootstrap: bootstrap})
 	for i := range 3 {
 		marker := fmt.Sprintf("marker-%d", i)
 		res := invoke(t, f, fmt.Sprintf(`{"log":%q}`, marker))
@@ -123,7 +123,7 @@ func TestLogsBelongToTheirInvocation(t *testing.T) {
 // TestConcurrentInvokesAreSerialised would crash the RIE if Invoke let two
 // invocations in at once.
 func TestConcurrentInvokesAreSerialised(t *testing.T) {
-	f := StartFunction(t, Config{Bootstrap: bootstrap})
+	f := startFunction(t, Config{Bootstrap: bootstrap})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -145,7 +145,7 @@ func TestConcurrentInvokesAreSerialised(t *testing.T) {
 }
 
 func TestStopEndsTheRIEAndTheRuntime(t *testing.T) {
-	f, err := Start(Config{Bootstrap: bootstrap})
+	f, err := StartFunction(Config{Bootstrap: bootstrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +181,13 @@ func TestStartFailsClearly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Start(tt.cfg)
+			f, err := StartFunction(tt.cfg)
 			if err == nil {
 				f.Stop()
-				t.Fatal("Start succeeded")
+				t.Fatal("StartFunction succeeded")
 			}
 			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Start error %q does not mention %q", err, tt.want)
+				t.Errorf("StartFunction error %q does not mention %q", err, tt.want)
 			}
 		})
 	}

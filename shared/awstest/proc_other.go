@@ -1,9 +1,0 @@
-//go:build !linux
-
-package awstest
-
-import (
-	"os/exec"
-)
-
-func setProcAttr(*exec.Cmd) {}
