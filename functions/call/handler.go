@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,6 +84,7 @@ type Handler struct {
 	Metrics       io.Writer
 	Logger        *slog.Logger
 	Now           func() time.Time
+	TaskPollMin   time.Duration // floor of poll_after_seconds; 0 means startup.DefaultTaskPollMin
 }
 
 // Process implements runner.Processor: it validates the request, checks the
@@ -112,11 +112,14 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 
 	key, kind := idempotencyKey(req, it)
 	if key == "" {
-		res, _, err := h.call(ctx, it, req, prime)
+		if req.Cancel || req.InputResponses != nil {
+			return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call: they need its idempotency key")
+		}
+		out, err := h.call(ctx, it, req, prime, h.start(req, prime, false))
 		if err != nil {
 			return nil, err
 		}
-		return res, nil
+		return out.res, nil
 	}
 	it.Annotate(slog.String("idempotency_key", kind))
 	entry, err := h.Ledger.Begin(ctx, key)
@@ -128,35 +131,21 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	case entry.Done:
 		it.Annotate(slog.Bool("replayed", true))
 		return replay(entry.Outcome, prime.idempotentNote())
+	case entry.Pending != nil:
+		it.Annotate(slog.Bool("continued", true))
+		return h.continueCall(ctx, it, req, prime, key, entry.Pending)
 	case entry.TookOver:
 		it.Annotate(slog.Bool("lease_taken_over", true))
 	}
-
-	res, ran, err := h.call(ctx, it, req, prime)
-	if !ran {
-		if rerr := h.Ledger.Release(ctx, key); rerr != nil {
-			h.logger().Warn("ledger release failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(rerr.Error()))
-		}
-		return nil, err
+	if req.Cancel || req.InputResponses != nil {
+		h.release(ctx, it, key)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call, and none is pending under this key")
 	}
-	outcome := ledger.Outcome{ErrorType: string(wire.TypeOf(err))}
-	if err != nil {
-		outcome.Message = it.PublicMessage(err)
-	} else if outcome.Result, err = json.Marshal(res); err != nil {
-		err = wire.Errorf(wire.Internal, err, "internal error: the result does not marshal")
-		outcome = ledger.Outcome{ErrorType: string(wire.Internal), Message: "internal error: the result does not marshal"}
+	out, err := h.call(ctx, it, req, prime, h.start(req, prime, true))
+	if out.pending != nil {
+		return h.suspend(ctx, it, key, h.newPending(req, prime, out), out)
 	}
-	cerr := h.Ledger.Complete(ctx, key, outcome)
-	if errors.Is(cerr, ledger.ErrTooLarge) && res != nil {
-		cerr = h.Ledger.Complete(ctx, key, ledger.Outcome{Result: tooLargeToReplay(res, len(outcome.Result))})
-	}
-	if cerr != nil {
-		h.logger().Warn("ledger complete failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(cerr.Error()))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return h.finish(ctx, it, key, out.res, out.ran, err)
 }
 
 // primer is what a catalog tells a call: the tool's name as the server
@@ -224,12 +213,22 @@ func annotateHints(it *runner.Item, a *mcp.Annotations) {
 	}
 }
 
-// call connects and calls. ran reports whether the tools/call request may
-// have reached the server (the tool may have run).
-func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer) (res *render.ToolResult, ran bool, err error) {
+// callOutcome is what call produced: a rendered res, or a pending answer;
+// ran reports whether a request may have reached the server (the tool may
+// have run); version is the negotiated protocol version.
+type callOutcome struct {
+	res     *render.ToolResult
+	pending *mcp.Pending
+	ran     bool
+	version string
+}
+
+// call connects and takes one step (a call, a poll, an update, a cancel),
+// rendering a result the way every step renders it.
+func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer, step step) (out callOutcome, err error) {
 	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
-		return nil, false, err
+		return out, err
 	}
 	octx, cancel := it.OperationContext(ctx)
 	defer cancel()
@@ -240,7 +239,7 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client,
 		ProtocolVersion: p.protocolVersion, Discovery: p.discovery}))
 	if err != nil {
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	var stale staleReason // set below; requested once the connection is closed
 	defer func() {
@@ -254,7 +253,16 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
 		h.notePriming(it, s)
 	}()
-	result, err := conn.CallTool(octx, p.toolName, req.arguments())
+	out.version = conn.Stats().ProtocolVersion
+	answer, err := step(octx, conn)
+	var result *mcp.CallResult
+	if err == nil {
+		if answer.Pending != nil {
+			out.pending, out.ran = answer.Pending, true
+			return out, nil
+		}
+		result = answer.Result
+	}
 	if req.CatalogID != "" {
 		stale = staleness(err, p.protocolVersion, conn.Stats().ProtocolVersion)
 	}
@@ -278,14 +286,16 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		}
 	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
 		// Refused before the server ran anything: a retry is safe.
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
 		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
-		return nil, true, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
+		out.ran = true
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
 	}
-	return &tr, true, nil
+	out.res, out.ran = &tr, true
+	return out, nil
 }
 
 // staleReason says why a call found its catalog stale; it prints as the
@@ -382,29 +392,6 @@ func (h *Handler) logger() *slog.Logger {
 		return slog.Default()
 	}
 	return h.Logger
-}
-
-// replay turns a stored outcome back into a result or a final error; note
-// (idempotentNote) follows the error's message.
-func replay(o ledger.Outcome, note string) (any, error) {
-	if o.ErrorType != "" {
-		return nil, &wire.Error{Type: wire.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery" + note + ")", Final: true}
-	}
-	return o.Result, nil
-}
-
-// tooLargeToReplay is the outcome stored for a result the ledger cannot
-// hold: a duplicate delivery gets a note instead of the result.
-func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
-	note := render.ToolResult{
-		Type:      render.TypeToolResult,
-		ToolUseID: res.ToolUseID,
-		IsError:   res.IsError,
-		Content: []render.Block{{Type: render.TypeText, Text: fmt.Sprintf(
-			"[this tool call already ran and its result was delivered; at %d bytes it is too large to deliver again]", size)}},
-	}
-	b, _ := json.Marshal(note) // a ToolResult of strings always marshals
-	return b
 }
 
 // ResultsKeyPrefix prefixes the S3 keys of stored oversized results.

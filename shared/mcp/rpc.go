@@ -90,6 +90,25 @@ func (c *Conn) rpc(ctx context.Context, what, method, name string, params map[st
 			return nil, c.fail(octx, op, what, ErrServerAnswered, err)
 		}
 	}
+	raw, err := c.exchange(octx, op, what, req, id)
+	if err != nil && method == "tools/call" {
+		again, cerr := c.unprime(octx, op)
+		switch {
+		case cerr != nil:
+			return nil, fmt.Errorf("%w (connecting again, unprimed, after: %v)", cerr, err)
+		case again:
+			return nil, errUnprimed
+		}
+	}
+	return raw, err
+}
+
+// errUnprimed reports that a primed request was refused as a legacy
+// server's and the Conn connected again, unprimed: send it again.
+var errUnprimed = errors.New("mcp: connected again, unprimed")
+
+// exchange sends req and reads the answer to request id.
+func (c *Conn) exchange(octx context.Context, op *operation, what string, req *http.Request, id int64) (json.RawMessage, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.fail(octx, op, what, ErrServerAnswered, err)

@@ -118,6 +118,9 @@ func (c *Conn) CallToolTask(ctx context.Context, name string, arguments json.Raw
 	ctx, cancel := context.WithTimeout(ctx, callBudget)
 	defer cancel()
 	raw, err := c.rpc(ctx, what, "tools/call", name, params)
+	if errors.Is(err, errUnprimed) {
+		return c.CallToolTask(ctx, name, arguments, resume) // once: the Conn is unprimed now
+	}
 	if err != nil {
 		return nil, err
 	}
