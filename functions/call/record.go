@@ -68,4 +68,3 @@ func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
 	b, _ := json.Marshal(note) // a ToolResult of strings always marshals
 	return b
 }
-
