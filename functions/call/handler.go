@@ -141,7 +141,10 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		h.release(ctx, it, key)
 		return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call, and none is pending under this key")
 	}
-	out, err := h.call(ctx, it, req, prime, h.start(req, prime, true))
+	// Only a caller that can send the request again continues a pending
+	// call; an SQS message without a task token calls synchronously.
+	continuable := it.Source != runner.SQS || it.TaskToken != ""
+	out, err := h.call(ctx, it, req, prime, h.start(req, prime, continuable))
 	if out.pending != nil {
 		return h.suspend(ctx, it, key, h.newPending(req, prime, out), out)
 	}

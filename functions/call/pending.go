@@ -66,12 +66,13 @@ type PendingAnswer struct {
 // step is one request a call sends on an open connection.
 type step func(ctx context.Context, conn Conn) (*mcp.Answer, error)
 
-// start is a new call's step: task-aware when it can be continued (a key,
-// a ledger that suspends, a connection that speaks tasks), else CallTool.
-func (h *Handler) start(req Request, p primer, keyed bool) step {
+// start is a new call's step: task-aware when it can be continued (a
+// continuable caller with a key, a ledger that suspends, a connection
+// that speaks tasks), else CallTool.
+func (h *Handler) start(req Request, p primer, continuable bool) step {
 	_, suspends := h.Ledger.(Suspender)
 	return func(ctx context.Context, conn Conn) (*mcp.Answer, error) {
-		if tc, ok := conn.(TaskConn); ok && keyed && suspends {
+		if tc, ok := conn.(TaskConn); ok && continuable && suspends {
 			return tc.CallToolTask(ctx, p.toolName, req.arguments(), nil)
 		}
 		res, err := conn.CallTool(ctx, p.toolName, req.arguments())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+
+	"github.com/aws/aws-lambda-go/events"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,21 @@ func TestTaskEndsUnknownOrExpired(t *testing.T) {
 	}
 	if n := methodCount(expiring, "tasks/get"); n != 0 {
 		t.Errorf("tasks/get sent %d times for an expired task, want 0", n)
+	}
+}
+
+// TestSQSWithoutTaskTokenCallsSynchronously: nobody can continue a pending
+// call from a plain SQS message, so it declares no Tasks extension and the
+// server answers in one tools/call.
+func TestSQSWithoutTaskTokenCallsSynchronously(t *testing.T) {
+	s := newStack(t, nil)
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Polls: 5}})
+	ev := runnertest.Payload(runnertest.SQSEvent(callBody(map[string]any{"server_url": srv.URL, "tool_name": mcptest.ToolTaskSleep})))
+	out, err := s.Invoke(t, ev, time.Minute)
+	if err != nil || len(out.(events.SQSEventResponse).BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", out, err)
+	}
+	if n := srv.CallCount(mcptest.ToolTaskSleep); n != 1 || methodCount(srv, "tasks/get") != 0 {
+		t.Errorf("task_sleep ran %d times synchronously, tasks/get %d; want 1 and 0", n, methodCount(srv, "tasks/get"))
 	}
 }
