@@ -2,11 +2,11 @@ package main
 
 import (
 	"encoding/json"
-
-	"github.com/aws/aws-lambda-go/events"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
