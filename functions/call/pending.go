@@ -114,6 +114,9 @@ func (h *Handler) continueCall(ctx context.Context, it *runner.Item, req Request
 	case req.InputResponses != nil && !waiting:
 		h.release(ctx, it, key)
 		return nil, wire.Errorf(wire.InvalidRequest, nil, "input_responses for a call that is not waiting for input")
+	case req.InputResponses != nil && !answersOpen(req.InputResponses, lp.OpenInputs):
+		h.release(ctx, it, key) // this round was answered already: the same answer again
+		return lp.Answer, nil
 	case req.InputResponses != nil && lp.Rounds >= MaxInputRounds:
 		return h.finish(ctx, it, key, errorResult(req.ToolUseID, fmt.Sprintf("The MCP server asked for input more than %d times; the call was stopped.", MaxInputRounds)), true, nil)
 	case req.InputResponses != nil && lp.TaskID != "":
@@ -233,6 +236,20 @@ func argsDigest(args json.RawMessage) string {
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// answersOpen reports whether responses answer at least one open input key.
+func answersOpen(responses json.RawMessage, open []string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(responses, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if slices.Contains(open, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // errorResult is a recorded is_error tool_result saying msg.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +130,9 @@ func TestInputRequiredTwoRounds(t *testing.T) {
 	if !strings.Contains(out, `"q2"`) {
 		t.Fatalf("round 2 = %s, want input_required asking q2", out)
 	}
+	if again, _ := invoke(t, s, withInput("q1", "a")); again != out {
+		t.Errorf("resuming round 1 again = %s, want the same pending answer %s", again, out)
+	}
 	final, typ := invoke(t, s, withInput("q2", "b"))
 	if typ != "" || !strings.Contains(final, `"type":"tool_result"`) || !strings.Contains(final, "answers: a, b") {
 		t.Fatalf("round 3 = %s %s, want the tool result", final, typ)
@@ -233,5 +237,42 @@ func TestSQSWithoutTaskTokenCallsSynchronously(t *testing.T) {
 	}
 	if n := srv.CallCount(mcptest.ToolTaskSleep); n != 1 || methodCount(srv, "tasks/get") != 0 {
 		t.Errorf("task_sleep ran %d times synchronously, tasks/get %d; want 1 and 0", n, methodCount(srv, "tasks/get"))
+	}
+}
+
+// TestConcurrentContinuationsSendOneRequest: two continuations with the
+// same input responses at once run the round once; a task's concurrent
+// polls never send a second tools/call.
+func TestConcurrentContinuationsSendOneRequest(t *testing.T) {
+	s := newStack(t, nil)
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Polls: 100}})
+	for _, tc := range []struct {
+		tool, key string
+		extra     map[string]any
+		wantCalls int
+	}{
+		{mcptest.ToolTaskSleep, "race-task", nil, 1},
+		{mcptest.ToolAskTwice, "race-input", map[string]any{"input_responses": map[string]any{"q1": map[string]any{"action": "accept", "content": map[string]string{"name": "a"}}}}, 2},
+	} {
+		req := map[string]any{"server_url": srv.URL, "tool_name": tc.tool, "idempotency_key": tc.key}
+		before := methodCount(srv, "tools/call")
+		invoke(t, s, req)
+		for k, v := range tc.extra {
+			req[k] = v
+		}
+		var wg sync.WaitGroup
+		outs, types := make([]string, 4), make([]string, 4)
+		for i := range outs {
+			wg.Go(func() { outs[i], types[i] = invoke(t, s, req) })
+		}
+		wg.Wait()
+		for i := range outs {
+			if types[i] != "" && types[i] != "internal_error" || types[i] == "" && !strings.Contains(outs[i], TypePending) {
+				t.Errorf("%s continuation %d = %s %q, want a pending answer or internal_error (in progress)", tc.tool, i, outs[i], types[i])
+			}
+		}
+		if got := methodCount(srv, "tools/call") - before; got != tc.wantCalls {
+			t.Errorf("%s: tools/call sent %d times, want %d", tc.tool, got, tc.wantCalls)
+		}
 	}
 }
