@@ -276,3 +276,29 @@ func TestConcurrentContinuationsSendOneRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestPollAfterBounds: poll_after_seconds is the server's pollIntervalMs,
+// at least the floor and at most 900, whatever the server sends.
+func TestPollAfterBounds(t *testing.T) {
+	s := newStack(t, nil)
+	for _, tc := range []struct {
+		name string
+		ms   float64
+		want string
+	}{
+		{"zero", 0, `"poll_after_seconds":15`},
+		{"under the floor", 2000, `"poll_after_seconds":15`},
+		{"over the floor", 61500, `"poll_after_seconds":62`}, // rounded up
+		{"1e12", 1e12, `"poll_after_seconds":900`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Rewrite: func(method string, r map[string]any) {
+				r["pollIntervalMs"] = tc.ms
+			}}})
+			out, typ := invoke(t, s, map[string]any{"server_url": srv.URL, "tool_name": mcptest.ToolTaskForever, "idempotency_key": "poll-" + strings.ReplaceAll(tc.name, " ", "-")})
+			if typ != "" || !strings.Contains(out, tc.want) {
+				t.Errorf("answer = %s %s, want %s", out, typ, tc.want)
+			}
+		})
+	}
+}
