@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // invoke runs one call request directly and returns its output as JSON
@@ -300,5 +302,25 @@ func TestPollAfterBounds(t *testing.T) {
 				t.Errorf("answer = %s %s, want %s", out, typ, tc.want)
 			}
 		})
+	}
+}
+
+// TestPendingAnswerIsScrubbed: input requests and a status message that
+// echo the vault's token reach the caller with it redacted.
+func TestPendingAnswerIsScrubbed(t *testing.T) {
+	const token = "tok-pending-s3cr3t"
+	s := newStack(t, nil)
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, BearerToken: token, Tasks: &mcptest.Tasks{Rewrite: func(method string, r map[string]any) {
+		if method == "tools/call" {
+			r["inputRequests"] = map[string]any{"q1": map[string]any{"method": "elicitation/create", "params": map[string]any{"message": "your token is " + token}}}
+		}
+	}}})
+	vaulttest.CreateSecret(t, s.Secrets, s.Prefix+"pending", vault.Credential{ServerURL: srv.URL, Token: token})
+	out, typ := invoke(t, s, map[string]any{"server_url": srv.URL, "tool_name": mcptest.ToolAskTwice, "idempotency_key": "scrub-1", "vault_ids": []string{"pending"}})
+	if typ != "" || !strings.Contains(out, `"input_required"`) || !strings.Contains(out, "[redacted]") {
+		t.Fatalf("answer = %s %s, want input_required with the token redacted", out, typ)
+	}
+	if strings.Contains(out, token) {
+		t.Errorf("the token reached the pending answer: %s", out)
 	}
 }
