@@ -42,7 +42,8 @@ func countMethod(c *mcptest.Counters, method string) int {
 // poll answers mcp_call_pending (poll_after_seconds at the floor) until it
 // completes, costing one tools/call and three tasks/get, and its
 // tool_result is byte-identical to the same tool answering synchronously.
-// A tool answering input_required directly runs one tools/call per round.
+// A tool answering input_required directly runs one tools/call per round;
+// a cancel sends one tasks/cancel and records an is_error result.
 func TestTaskCallThroughTheBootstrap(t *testing.T) {
 	url, counters := taskServer(t, &mcptest.Tasks{Polls: 2, PollIntervalMs: 2000})
 	legacyURL := legacyTaskServer(t)
@@ -82,6 +83,14 @@ func TestTaskCallThroughTheBootstrap(t *testing.T) {
 	}
 	if n := countMethod(counters, "tools/call"); n != 4 {
 		t.Errorf("tools/call sent %d times in all, want 4 (1 task, 3 rounds)", n)
+	}
+
+	forever := map[string]any{"server_url": url, "tool_name": mcptest.ToolTaskForever, "idempotency_key": "e2e-cancel-1"}
+	invoke(t, s.call, mustJSON(t, forever))
+	forever["cancel"] = true
+	res = invoke(t, s.call, mustJSON(t, forever))
+	if !strings.Contains(string(res.Payload), `"is_error":true`) || countMethod(counters, "tasks/cancel") != 1 {
+		t.Errorf("cancel = %s %s (tasks/cancel %d), want an is_error result and one tasks/cancel", res.Payload, res.ErrorMessage, countMethod(counters, "tasks/cancel"))
 	}
 }
 
