@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -322,5 +323,37 @@ func TestPendingAnswerIsScrubbed(t *testing.T) {
 	}
 	if strings.Contains(out, token) {
 		t.Errorf("the token reached the pending answer: %s", out)
+	}
+}
+
+// TestInputRoundsCap: a server that asks for input forever gets
+// MaxInputRounds rounds; the next continuation is a recorded is_error
+// result and sends nothing.
+func TestInputRoundsCap(t *testing.T) {
+	s := newStack(t, nil)
+	var mu sync.Mutex
+	asked := 0
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Rewrite: func(method string, r map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		clear(r)
+		r["resultType"], r["requestState"] = "input_required", "again"
+		r["inputRequests"] = map[string]any{fmt.Sprintf("k%d", asked): map[string]any{"method": "roots/list"}}
+	}}})
+	req := map[string]any{"server_url": srv.URL, "tool_name": mcptest.ToolAskTwice, "idempotency_key": "rounds-1"}
+	invoke(t, s, req)
+	for i := 1; i <= MaxInputRounds+1; i++ {
+		req["input_responses"] = map[string]any{fmt.Sprintf("k%d", i): map[string]any{"roots": []any{}}}
+		out, typ := invoke(t, s, req)
+		switch {
+		case i <= MaxInputRounds && (typ != "" || !strings.Contains(out, fmt.Sprintf(`"k%d"`, i+1))):
+			t.Fatalf("round %d = %s %s, want input_required asking k%d", i, out, typ, i+1)
+		case i > MaxInputRounds && (typ != "" || !strings.Contains(out, `"is_error":true`)):
+			t.Fatalf("round %d = %s %s, want a recorded is_error result", i, out, typ)
+		}
+	}
+	if n := methodCount(srv, "tools/call"); n != MaxInputRounds+1 {
+		t.Errorf("tools/call sent %d times, want %d (the first and %d rounds)", n, MaxInputRounds+1, MaxInputRounds)
 	}
 }
