@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -24,23 +19,8 @@ import (
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/startup"
-	"github.com/mcpfn/mcpfn/shared/vault"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
-
-// Request is a call request (docs/contract.md). Arguments is forwarded as
-// given; absent or null sends {}. IdempotencyKey keys the call's ledger
-// record when ToolUseID is empty (see idempotencyKey).
-type Request struct {
-	ServerURL      string          `json:"server_url"`
-	ToolName       string          `json:"tool_name"`
-	Arguments      json.RawMessage `json:"arguments,omitempty"`
-	VaultIDs       []string        `json:"vault_ids,omitempty"`
-	ToolUseID      string          `json:"tool_use_id,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-	CatalogID      string          `json:"catalog_id,omitempty"`
-	TaskToken      string          `json:"task_token,omitempty"`
-}
 
 // Conn is the part of an MCP connection a call uses.
 type Conn interface {
@@ -104,6 +84,7 @@ type Handler struct {
 	Metrics       io.Writer
 	Logger        *slog.Logger
 	Now           func() time.Time
+	TaskPollMin   time.Duration // floor of poll_after_seconds; 0 means startup.DefaultTaskPollMin
 }
 
 // Process implements runner.Processor: it validates the request, checks the
@@ -131,11 +112,14 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 
 	key, kind := idempotencyKey(req, it)
 	if key == "" {
-		res, _, err := h.call(ctx, it, req, prime)
+		if req.Cancel || req.InputResponses != nil {
+			return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call: they need its idempotency key")
+		}
+		out, err := h.call(ctx, it, req, prime, h.start(req, prime, false))
 		if err != nil {
 			return nil, err
 		}
-		return res, nil
+		return out.res, nil
 	}
 	it.Annotate(slog.String("idempotency_key", kind))
 	entry, err := h.Ledger.Begin(ctx, key)
@@ -147,35 +131,24 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	case entry.Done:
 		it.Annotate(slog.Bool("replayed", true))
 		return replay(entry.Outcome, prime.idempotentNote())
+	case entry.Pending != nil:
+		it.Annotate(slog.Bool("continued", true))
+		return h.continueCall(ctx, it, req, prime, key, entry.Pending)
 	case entry.TookOver:
 		it.Annotate(slog.Bool("lease_taken_over", true))
 	}
-
-	res, ran, err := h.call(ctx, it, req, prime)
-	if !ran {
-		if rerr := h.Ledger.Release(ctx, key); rerr != nil {
-			h.logger().Warn("ledger release failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(rerr.Error()))
-		}
-		return nil, err
+	if req.Cancel || req.InputResponses != nil {
+		h.release(ctx, it, key)
+		return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call, and none is pending under this key")
 	}
-	outcome := ledger.Outcome{ErrorType: string(wire.TypeOf(err))}
-	if err != nil {
-		outcome.Message = it.PublicMessage(err)
-	} else if outcome.Result, err = json.Marshal(res); err != nil {
-		err = wire.Errorf(wire.Internal, err, "internal error: the result does not marshal")
-		outcome = ledger.Outcome{ErrorType: string(wire.Internal), Message: "internal error: the result does not marshal"}
+	// Only a caller that can send the request again continues a pending
+	// call; an SQS message without a task token calls synchronously.
+	continuable := it.Source != runner.SQS || it.TaskToken != ""
+	out, err := h.call(ctx, it, req, prime, h.start(req, prime, continuable))
+	if out.pending != nil {
+		return h.suspend(ctx, it, key, h.newPending(req, prime, out), out)
 	}
-	cerr := h.Ledger.Complete(ctx, key, outcome)
-	if errors.Is(cerr, ledger.ErrTooLarge) && res != nil {
-		cerr = h.Ledger.Complete(ctx, key, ledger.Outcome{Result: tooLargeToReplay(res, len(outcome.Result))})
-	}
-	if cerr != nil {
-		h.logger().Warn("ledger complete failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(cerr.Error()))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return h.finish(ctx, it, key, out.res, out.ran, err)
 }
 
 // primer is what a catalog tells a call: the tool's name as the server
@@ -243,12 +216,22 @@ func annotateHints(it *runner.Item, a *mcp.Annotations) {
 	}
 }
 
-// call connects and calls. ran reports whether the tools/call request may
-// have reached the server (the tool may have run).
-func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer) (res *render.ToolResult, ran bool, err error) {
+// callOutcome is what call produced: a rendered res, or a pending answer;
+// ran reports whether a request may have reached the server (the tool may
+// have run); version is the negotiated protocol version.
+type callOutcome struct {
+	res     *render.ToolResult
+	pending *mcp.Pending
+	ran     bool
+	version string
+}
+
+// call connects and takes one step (a call, a poll, an update, a cancel),
+// rendering a result the way every step renders it.
+func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer, step step) (out callOutcome, err error) {
 	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
-		return nil, false, err
+		return out, err
 	}
 	octx, cancel := it.OperationContext(ctx)
 	defer cancel()
@@ -259,7 +242,7 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client,
 		ProtocolVersion: p.protocolVersion, Discovery: p.discovery}))
 	if err != nil {
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	var stale staleReason // set below; requested once the connection is closed
 	defer func() {
@@ -273,7 +256,16 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		it.SetUsage(s.ProtocolVersion, s.Requests, s.ResponseBytes)
 		h.notePriming(it, s)
 	}()
-	result, err := conn.CallTool(octx, p.toolName, req.arguments())
+	out.version = conn.Stats().ProtocolVersion
+	answer, err := step(octx, conn)
+	var result *mcp.CallResult
+	if err == nil {
+		if answer.Pending != nil {
+			out.pending, out.ran = answer.Pending, true
+			return out, nil
+		}
+		result = answer.Result
+	}
 	if req.CatalogID != "" {
 		stale = staleness(err, p.protocolVersion, conn.Stats().ProtocolVersion)
 	}
@@ -297,14 +289,16 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		}
 	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
 		// Refused before the server ran anything: a retry is safe.
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
 		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
-		return nil, true, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
+		out.ran = true
+		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
 	}
-	return &tr, true, nil
+	out.res, out.ran = &tr, true
+	return out, nil
 }
 
 // staleReason says why a call found its catalog stale; it prints as the
@@ -401,123 +395,6 @@ func (h *Handler) logger() *slog.Logger {
 		return slog.Default()
 	}
 	return h.Logger
-}
-
-// replay turns a stored outcome back into a result or a final error; note
-// (idempotentNote) follows the error's message.
-func replay(o ledger.Outcome, note string) (any, error) {
-	if o.ErrorType != "" {
-		return nil, &wire.Error{Type: wire.ErrorType(o.ErrorType), Message: o.Message + " (outcome of an earlier delivery" + note + ")", Final: true}
-	}
-	return o.Result, nil
-}
-
-// tooLargeToReplay is the outcome stored for a result the ledger cannot
-// hold: a duplicate delivery gets a note instead of the result.
-func tooLargeToReplay(res *render.ToolResult, size int) json.RawMessage {
-	note := render.ToolResult{
-		Type:      render.TypeToolResult,
-		ToolUseID: res.ToolUseID,
-		IsError:   res.IsError,
-		Content: []render.Block{{Type: render.TypeText, Text: fmt.Sprintf(
-			"[this tool call already ran and its result was delivered; at %d bytes it is too large to deliver again]", size)}},
-	}
-	b, _ := json.Marshal(note) // a ToolResult of strings always marshals
-	return b
-}
-
-// idempotencyKey is tool_use_id, else idempotency_key, else the task
-// token, else the SQS message id; a direct invocation with none of them
-// has none. kind names which one for the summary line.
-func idempotencyKey(req Request, it *runner.Item) (key, kind string) {
-	switch {
-	case req.ToolUseID != "":
-		return req.ToolUseID, "tool_use_id"
-	case req.IdempotencyKey != "":
-		return req.IdempotencyKey, "idempotency_key"
-	case it.TaskToken != "":
-		return it.TaskToken, "task_token"
-	case it.Source == runner.SQS:
-		return it.ID, "message_id"
-	}
-	return "", ""
-}
-
-// arguments returns the arguments to send: nil when absent or null.
-func (r Request) arguments() json.RawMessage {
-	if len(r.Arguments) == 0 || bytes.Equal(r.Arguments, []byte("null")) {
-		return nil
-	}
-	return r.Arguments
-}
-
-// validate checks the fields Decode cannot and the server URL against p
-// (nil: guard.Default()).
-func (r Request) validate(p *guard.Policy) (*url.URL, error) {
-	switch {
-	case r.ServerURL == "":
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "server_url is required")
-	case r.ToolName == "":
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_name is required")
-	case len(r.ToolName) > maxToolName:
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_name is %d bytes, at most %d", len(r.ToolName), maxToolName)
-	case !validID(r.ToolUseID, maxToolUseID):
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "tool_use_id must be 1-%d characters of A-Z a-z 0-9 _ -", maxToolUseID)
-	case !validKey(r.IdempotencyKey, maxIdempotencyKey):
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "idempotency_key must be 1-%d characters, none of them white space or control characters", maxIdempotencyKey)
-	}
-	if args := r.arguments(); args != nil && (args[0] != '{') {
-		return nil, wire.Errorf(wire.InvalidRequest, nil, "arguments must be a JSON object")
-	}
-	if r.CatalogID != "" {
-		if err := catalog.ValidateID(r.CatalogID); err != nil {
-			return nil, wire.Errorf(wire.InvalidRequest, err, "catalog_id")
-		}
-	}
-	for _, id := range r.VaultIDs {
-		if err := vault.ValidateVaultID(id); err != nil {
-			return nil, wire.Errorf(wire.InvalidRequest, err, "vault_ids")
-		}
-	}
-	return wire.CheckServerURL(r.ServerURL, p)
-}
-
-const (
-	maxToolName       = 256
-	maxToolUseID      = 256
-	maxIdempotencyKey = 512
-)
-
-// validID reports whether s is empty or 1 to n characters of A-Z a-z 0-9 _ -
-// (the Messages API's tool_use id alphabet).
-func validID(s string, n int) bool {
-	if len(s) > n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// validKey reports whether s is empty or 1 to n characters, each a
-// letter, mark, number, punctuation or symbol: no white space, control,
-// format or private-use character. A Step Functions execution ARN
-// ($$.Execution.Id) always fits; its execution name may hold non-ASCII
-// letters.
-func validKey(s string, n int) bool {
-	if utf8.RuneCountInString(s) > n || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // ResultsKeyPrefix prefixes the S3 keys of stored oversized results.

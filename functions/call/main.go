@@ -62,6 +62,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		Render:      opts,
 		Metrics:     os.Stdout,
 		Logger:      logger,
+		TaskPollMin: s.TaskPollMin,
 	}
 	// Typed nils stay out of the interfaces: nil means not configured.
 	table, sender := st.OpenSchedule()

@@ -29,9 +29,11 @@ const (
 	attrOwner      = "owner"
 	attrLeaseUntil = "lease_until"
 	attrOutcome    = "outcome"
+	attrPending    = "pending"
 
 	stateRunning = "running"
 	stateDone    = "done"
+	statePending = "pending"
 )
 
 // beginAttempts bounds Begin's retries when the item changes between its
@@ -100,9 +102,9 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 				attrLeaseUntil: millis(now.Add(d.lease)),
 				TTLAttribute:   &types.AttributeValueMemberN{Value: d.expires(now)},
 			},
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#state = :running AND #lease <= :now)"),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#state = :running AND #lease <= :now AND attribute_not_exists(#pending))"),
 			ExpressionAttributeNames: map[string]string{
-				"#pk": KeyAttribute, "#state": attrState, "#lease": attrLeaseUntil,
+				"#pk": KeyAttribute, "#state": attrState, "#lease": attrLeaseUntil, "#pending": attrPending,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":running": &types.AttributeValueMemberS{Value: stateRunning},
@@ -141,8 +143,15 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 		if rec.done {
 			return Entry{Done: true, Outcome: rec.outcome}, nil
 		}
+		if resumable(rec, now) {
+			entry, ok, err := d.resume(ctx, key, pk, rec, now)
+			if err != nil || ok {
+				return entry, err
+			}
+			continue // changed since the read: try again
+		}
 		if rec.leaseUntil.After(now) {
-			return Entry{}, fmt.Errorf("%w: %s leased until %s", ErrInProgress, ref(key), rec.leaseUntil.UTC().Format(time.RFC3339Nano))
+			return Entry{}, &InProgressError{Key: ref(key), Until: rec.leaseUntil}
 		}
 		// The lease expired between the write and the read: try again.
 	}
@@ -196,6 +205,9 @@ func (d *Dynamo) Release(ctx context.Context, key string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
+	if raw := d.holds.pendingOf(key); raw != "" {
+		return d.suspend(ctx, key, pk, owner, raw, "release")
+	}
 	_, err = d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           aws.String(d.table),
 		Key:                                 map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
@@ -235,10 +247,13 @@ func (d *Dynamo) settle(ctx context.Context, key, pk, owner, op string, err erro
 // landed reports whether item, read after op's write was refused, is what
 // that write leaves behind.
 func landed(op string, item map[string]types.AttributeValue, owner string) bool {
-	if op == "release" {
-		return item == nil
+	if op == "release" && item == nil {
+		return true
 	}
 	rec, err := decode(item)
+	if op != "complete" {
+		return err == nil && rec.suspended && rec.prevOwner == owner
+	}
 	return err == nil && rec.done && rec.owner == owner
 }
 
@@ -256,9 +271,12 @@ func millis(t time.Time) *types.AttributeValueMemberN {
 // record is a decoded item.
 type record struct {
 	done       bool
+	suspended  bool
 	owner      string
+	prevOwner  string // a suspended record's: the lease that suspended it
 	leaseUntil time.Time
 	outcome    Outcome
+	pending    string // the pending state's JSON, on a suspended or a resumed record
 }
 
 func decode(item map[string]types.AttributeValue) (record, error) {
@@ -266,11 +284,22 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 	if state == nil {
 		return record{}, errors.New("record without state")
 	}
-	var owner string
+	var owner, pending, prev string
 	if o, ok := item[attrOwner].(*types.AttributeValueMemberS); ok {
 		owner = o.Value
 	}
+	if p, ok := item[attrPending].(*types.AttributeValueMemberS); ok {
+		pending = p.Value
+	}
+	if p, ok := item[attrPrevOwner].(*types.AttributeValueMemberS); ok {
+		prev = p.Value
+	}
 	switch state.Value {
+	case statePending:
+		if pending == "" {
+			return record{}, errors.New("pending record without pending state")
+		}
+		return record{suspended: true, owner: owner, prevOwner: prev, pending: pending}, nil
 	case stateDone:
 		s, _ := item[attrOutcome].(*types.AttributeValueMemberS)
 		if s == nil {
@@ -290,39 +319,52 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 		if err != nil {
 			return record{}, fmt.Errorf("running record with lease_until %q: %w", n.Value, err)
 		}
-		return record{owner: owner, leaseUntil: time.UnixMilli(ms)}, nil
+		return record{owner: owner, leaseUntil: time.UnixMilli(ms), pending: pending}, nil
 	default:
 		return record{}, fmt.Errorf("record with state %q", state.Value)
 	}
 }
 
 // holds maps keys to the owner tokens of leases this value took.
+// A lease taken on a pending record remembers its pending state, which
+// Release restores.
 type holds struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]hold
 }
 
-func (h *holds) set(key, owner string) {
+type hold struct{ owner, pending string }
+
+func (h *holds) set(key, owner string) { h.setPending(key, owner, "") }
+
+func (h *holds) setPending(key, owner, pending string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = make(map[string]string)
+		h.m = make(map[string]hold)
 	}
-	h.m[key] = owner
+	h.m[key] = hold{owner, pending}
 }
 
 func (h *holds) get(key string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o, ok := h.m[key]
-	return o, ok
+	return o.owner, ok
+}
+
+// pendingOf is the pending state the lease on key was taken on, or "".
+func (h *holds) pendingOf(key string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[key].pending
 }
 
 // drop forgets key's lease if it is still owner's.
 func (h *holds) drop(key, owner string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.m[key] == owner {
+	if h.m[key].owner == owner {
 		delete(h.m, key)
 	}
 }

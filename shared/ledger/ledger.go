@@ -49,12 +49,59 @@ type Outcome struct {
 
 // Entry is what Begin found. Done: the call completed earlier; return
 // Outcome and do not call again. Otherwise the caller holds the lease and
-// must Complete or Release; TookOver reports that an expired lease of an
-// earlier delivery was taken over (that delivery may have called the tool).
+// must Complete, Suspend or Release; TookOver reports that an expired lease
+// of an earlier delivery was taken over (that delivery may have called the
+// tool). Pending, when set, is the call's pending state: continue it and
+// do not start it again.
 type Entry struct {
 	Done     bool
 	Outcome  Outcome
 	TookOver bool
+	Pending  *Pending
+}
+
+// Pending is what a call that has not finished needs to continue: the call
+// it is (Tool, ArgsDigest), the server's handle on it (TaskID for a task,
+// RequestState for an input_required answer), the negotiated Version, the
+// input keys still open, how many input Rounds ran, and Answer, the pending
+// answer last given (JSON). Its JSON is bounded by MaxOutcomeBytes.
+type Pending struct {
+	Tool         string          `json:"tool"`
+	ArgsDigest   string          `json:"args_digest"`
+	TaskID       string          `json:"task_id,omitempty"`
+	Version      string          `json:"version,omitempty"`
+	PollAfter    int             `json:"poll_after_seconds,omitempty"`
+	ExpiresAt    time.Time       `json:"expires_at,omitzero"`
+	RequestState string          `json:"request_state,omitempty"`
+	OpenInputs   []string        `json:"open_inputs,omitempty"`
+	Rounds       int             `json:"rounds,omitempty"`
+	Answer       json.RawMessage `json:"answer,omitempty"`
+}
+
+// InProgressError is ErrInProgress with the time the other delivery's
+// lease ends.
+type InProgressError struct {
+	Key   string
+	Until time.Time
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("%v: %s leased until %s", ErrInProgress, e.Key, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports ErrInProgress.
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// encodePending marshals p within MaxOutcomeBytes.
+func encodePending(key string, p Pending) ([]byte, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: suspend %s: encode pending state: %w", ref(key), err)
+	}
+	if len(body) > MaxOutcomeBytes {
+		return nil, fmt.Errorf("%w: %s: pending state of %d bytes, at most %d", ErrTooLarge, ref(key), len(body), MaxOutcomeBytes)
+	}
+	return body, nil
 }
 
 // storedKey is the partition key value for key.

@@ -24,6 +24,7 @@ type ledgerAPI interface {
 	Begin(ctx context.Context, key string) (ledger.Entry, error)
 	Complete(ctx context.Context, key string, o ledger.Outcome) error
 	Release(ctx context.Context, key string) error
+	Suspend(ctx context.Context, key string, p ledger.Pending) error
 }
 
 var (

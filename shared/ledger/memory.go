@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -60,8 +61,17 @@ func (m *Memory) Begin(ctx context.Context, key string) (Entry, error) {
 	switch {
 	case exists && old.done:
 		return Entry{Done: true, Outcome: old.outcome}, nil
+	case exists && resumable(old, now):
+		var p Pending
+		if err := json.Unmarshal([]byte(old.pending), &p); err != nil {
+			return Entry{}, fmt.Errorf("ledger: begin %s: unreadable pending state: %w", ref(key), err)
+		}
+		owner := newOwner()
+		m.store.records[pk] = record{owner: owner, leaseUntil: now.Add(m.lease), pending: old.pending}
+		m.holds.setPending(key, owner, old.pending)
+		return Entry{Pending: &p, TookOver: !old.suspended}, nil
 	case exists && old.leaseUntil.After(now):
-		return Entry{}, fmt.Errorf("%w: %s leased until %s", ErrInProgress, ref(key), old.leaseUntil.UTC().Format(time.RFC3339Nano))
+		return Entry{}, &InProgressError{Key: ref(key), Until: old.leaseUntil}
 	}
 	owner := newOwner()
 	m.store.records[pk] = record{owner: owner, leaseUntil: now.Add(m.lease)}
@@ -79,9 +89,17 @@ func (m *Memory) Complete(ctx context.Context, key string, o Outcome) error {
 	})
 }
 
-// Release behaves as Dynamo.Release.
+// Release behaves as Dynamo.Release: a lease taken on a pending record
+// returns it to pending.
 func (m *Memory) Release(ctx context.Context, key string) error {
-	return m.settle(ctx, key, "release", func(pk, _ string) { delete(m.store.records, pk) })
+	raw := m.holds.pendingOf(key)
+	return m.settle(ctx, key, "release", func(pk, owner string) {
+		if raw != "" {
+			m.store.records[pk] = record{suspended: true, owner: newOwner(), prevOwner: owner, pending: raw}
+			return
+		}
+		delete(m.store.records, pk)
+	})
 }
 
 // settle applies write to key's record if this value holds its lease. A

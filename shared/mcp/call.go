@@ -45,6 +45,12 @@ func (c *Conn) CallTool(ctx context.Context, name string, arguments json.RawMess
 	if res.NeedsInput() {
 		return nil, fmt.Errorf("mcp: %s: %w: the server asked for input (input_required) and this client has none to give", what, ErrServerAnswered)
 	}
+	return convert(what, res)
+}
+
+// convert turns the SDK's decoded tool result into a CallResult; the one
+// rendering every tool answer goes through, synchronous or from a task.
+func convert(what string, res *sdk.CallToolResult) (*CallResult, error) {
 	out := &CallResult{IsError: res.IsError}
 	for _, block := range res.Content {
 		cont, keep, err := content(block)

@@ -31,6 +31,7 @@ const (
 	EnvReserve          = "MCPFN_RESERVE"
 	EnvOperationTimeout = "MCPFN_OPERATION_TIMEOUT"
 	EnvLogLevel         = "MCPFN_LOG_LEVEL"
+	EnvTaskPollMin      = "MCPFN_TASK_POLL_MIN_SECONDS"
 	EnvSealKeyID        = "MCPFN_SEAL_KEY_ID"
 	EnvLocal            = "MCPFN_LOCAL" // "1": a local run, which may use the local stores
 )
@@ -47,6 +48,8 @@ const (
 	MaxConcurrency       = 100
 	MinMaxResultBytes    = 1 << 10
 	MaxMaxResultBytes    = 6 << 20 // Lambda's synchronous response limit
+	DefaultTaskPollMin   = 15 * time.Second
+	MaxTaskPollMin       = 900 * time.Second
 )
 
 // MaxOperationTimeout is the longest operation timeout: what package mcp
@@ -69,10 +72,11 @@ type Settings struct {
 	Reserve          time.Duration
 	OperationTimeout time.Duration
 	LogLevel         slog.Level
-	Memory           Memory // from EnvMemorySize
-	Local            bool   // EnvLocal is "1"
-	InLambda         bool   // EnvFunctionName is set
-	SealKeyID        string // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
+	Memory           Memory        // from EnvMemorySize
+	Local            bool          // EnvLocal is "1"
+	InLambda         bool          // EnvFunctionName is set
+	SealKeyID        string        // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
+	TaskPollMin      time.Duration // the floor of a pending call's poll_after_seconds; 1-900 s
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -94,6 +98,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		Reserve:          runner.DefaultReserve,
 		OperationTimeout: MaxOperationTimeout,
 		LogLevel:         slog.LevelInfo,
+		TaskPollMin:      DefaultTaskPollMin,
 	}
 	if s.CatalogDir == "" {
 		s.CatalogDir = filepath.Join(os.TempDir(), "mcpfn-catalog")
@@ -116,6 +121,13 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if s.SealKeyID == "" && s.CatalogTable != "" && s.DiscoverQueueURL != "" {
 		bad(EnvSealKeyID, "required with %s and %s: the KMS key that seals the server URLs of scheduled catalogs", EnvCatalogTable, EnvDiscoverQueueURL)
+	}
+	if v := getenv(EnvTaskPollMin); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || time.Duration(n)*time.Second > MaxTaskPollMin {
+			bad(EnvTaskPollMin, "want whole seconds from 1 to %d", int(MaxTaskPollMin/time.Second))
+		}
+		s.TaskPollMin = time.Duration(n) * time.Second
 	}
 	if v := getenv(EnvMaxResultBytes); v != "" {
 		n, err := strconv.Atoi(v)

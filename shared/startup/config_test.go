@@ -22,6 +22,7 @@ func TestLoadSettings(t *testing.T) {
 		Reserve:          5 * time.Second,
 		OperationTimeout: 2 * time.Minute,
 		LogLevel:         slog.LevelInfo,
+		TaskPollMin:      15 * time.Second,
 		Memory:           Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
 	}
 	tests := []struct {
@@ -40,7 +41,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
 				EnvMemorySize: "2048", EnvLocal: "1", EnvFunctionName: "mcpfn-call", EnvFunctionTimeout: "180",
-				EnvSealKeyID: "alias/mcpfn-server-urls",
+				EnvSealKeyID: "alias/mcpfn-server-urls", EnvTaskPollMin: "30",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -51,6 +52,7 @@ func TestLoadSettings(t *testing.T) {
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
 					Memory: Memory{MB: 2048, SoftLimit: 1288490188, Budget: 1288490188 - 48<<20},
 					Local:  true, InLambda: true, SealKeyID: "alias/mcpfn-server-urls",
+					TaskPollMin: 30 * time.Second,
 				}
 			},
 		},
@@ -66,6 +68,9 @@ func TestLoadSettings(t *testing.T) {
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},
+		{name: "task poll floor of 0", env: map[string]string{EnvTaskPollMin: "0"}, wantErr: []string{EnvTaskPollMin}},
+		{name: "task poll floor of 901", env: map[string]string{EnvTaskPollMin: "901"}, wantErr: []string{EnvTaskPollMin}},
+		{name: "task poll floor of 900", env: map[string]string{EnvTaskPollMin: "900"}, want: func(s *Settings) { s.TaskPollMin = 900 * time.Second }},
 		{name: "local run flag", env: map[string]string{EnvLocal: "1"}, want: func(s *Settings) { s.Local = true }},
 		{name: "local run flag off", env: map[string]string{EnvLocal: "0"}, want: func(*Settings) {}},
 		{name: "local run flag not 1", env: map[string]string{EnvLocal: "true"}, wantErr: []string{EnvLocal}},

@@ -16,7 +16,7 @@ const SettingPrefix = "MCPFN_"
 var KnownSettings = []string{
 	EnvCatalogTable, EnvCatalogDir, EnvCallsTable, EnvSecretsPrefix, EnvDLQURL,
 	EnvDiscoverQueueURL, EnvResultsBucket, EnvMaxResultBytes, EnvBatchConcurrency,
-	EnvReserve, EnvOperationTimeout, EnvLogLevel, EnvSealKeyID, EnvLocal,
+	EnvReserve, EnvOperationTimeout, EnvLogLevel, EnvSealKeyID, EnvLocal, EnvTaskPollMin,
 	guard.EnvAllowList,
 }
 

@@ -50,6 +50,9 @@ type Options struct {
 	PageSize int
 	// ExtraTools adds that many realistic filler tools (filler_001, ...).
 	ExtraTools int
+	// Tasks, when set, serves the Tasks-extension tools (task_sleep, ...,
+	// ask_twice) from that state; it needs Stateless.
+	Tasks *Tasks
 }
 
 // Challenge is the WWW-Authenticate value sent with 401 and 403.
@@ -129,8 +132,11 @@ func NewHandler(opts Options) (http.Handler, *Counters) {
 func newHandler(opts Options) (http.Handler, *Counters, *mcp.Server) {
 	counters := &Counters{}
 	server := newMCPServer(opts, counters)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: opts.Stateless})
+	if opts.Tasks != nil {
+		h = opts.Tasks.wrap(h)
+	}
 	return countAndAuth(h, counters, opts.BearerToken), counters, server
 }
 
@@ -248,6 +254,9 @@ func newMCPServer(opts Options, c *Counters) *mcp.Server {
 			c.ran(t.tool.Name)
 			return t.run(ctx, req.Params.Arguments)
 		})
+	}
+	if opts.Tasks != nil {
+		addTaskTools(s, c)
 	}
 	for i := 1; i <= opts.ExtraTools; i++ {
 		t := filler(i)
