@@ -162,7 +162,7 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
 	res, err := h.discover(ctx, it, req, start)
 	if err != nil {
-		if recordable(err) {
+		if recordable(err) && !wire.MustRequeue(err) {
 			h.recordFailure(ctx, it, req.CatalogID, err)
 		}
 		return nil, err
@@ -197,8 +197,8 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if err != nil {
 		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
-	if listing, err = checkSchemas(octx, h.schemas(), listing); err != nil {
-		return nil, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+	if listing, err = h.checkInCPUSlot(octx, it, listing); err != nil {
+		return nil, err
 	}
 	cancel()
 
@@ -241,6 +241,35 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		it.Annotate(slog.Bool("superseded", true))
 	}
 	return res, nil
+}
+
+// checkInCPUSlot runs checkSchemas in one of the function's CPU slots
+// (runner.Item.CPU), counting as work the bytes of schemas with no cached
+// verdict; a listing whose verdicts are all cached takes no slot. When the
+// slots are busy for longer than the item could wait, the item comes back
+// requeued, and is not recorded as the catalog's failure.
+func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, l mcp.Listing) (mcp.Listing, error) {
+	cache := h.schemas()
+	var work int64
+	for _, t := range l.Tools {
+		for _, s := range [][]byte{t.InputSchema, t.OutputSchema} {
+			if len(s) > 0 && !cache.Known(s) {
+				work += int64(len(s))
+			}
+		}
+	}
+	if work > 0 {
+		release, err := it.CPU(ctx, work)
+		if err != nil {
+			return mcp.Listing{}, err
+		}
+		defer release()
+	}
+	l, err := checkSchemas(ctx, cache, l)
+	if err != nil {
+		return mcp.Listing{}, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+	}
+	return l, nil
 }
 
 // checkSchemas moves each tool whose input or output schema a model

@@ -58,3 +58,9 @@ func (c *Cache) Check(schema []byte) error {
 func (c *Cache) Stats() CacheStats {
 	return CacheStats{Checks: c.checks.Load(), Hits: c.hits.Load()}
 }
+
+// Known reports whether schema's verdict is cached, without counting a
+// lookup or refreshing its place.
+func (c *Cache) Known(schema []byte) bool {
+	return c.verdicts.Contains(sha256.Sum256(schema))
+}
