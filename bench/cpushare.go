@@ -90,16 +90,17 @@ func ChildNamed(pid int, name string) (int, error) {
 	return 0, fmt.Errorf("bench: no %s process under pid %d", name, pid)
 }
 
-// DistinctSchemaHandler is NearLimitHandler's listing with every tool's
-// input schema distinct: NearLimitTools tools of about 900 bytes of schema
-// each, in format, within the connection budget.
-func DistinctSchemaHandler(format string) http.Handler {
+// DistinctSchemaHandler serves the stateless mcptest fixture, except that
+// tools/list answers n tools in one page, in format, each with a distinct
+// input schema of about 900 bytes (DistinctSchema). NearLimitTools of them
+// fit the connection budget.
+func DistinctSchemaHandler(format string, n int) http.Handler {
 	type tool struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`
 		InputSchema json.RawMessage `json:"inputSchema"`
 	}
-	tools := make([]tool, NearLimitTools)
+	tools := make([]tool, n)
 	for i := range tools {
 		tools[i] = tool{Name: fmt.Sprintf("tool_%05d", i), Description: fmt.Sprintf("Tool %d.", i), InputSchema: DistinctSchema(i)}
 	}

@@ -106,7 +106,7 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 		again   bool // deliver the whole batch again once stored: unchanged re-discoveries
 	}{
 		{"one shared schema", bench.NearLimitHandler(bench.FormatJSON), false},
-		{"distinct schemas (~900 B each)", bench.DistinctSchemaHandler(bench.FormatJSON), true},
+		{"distinct schemas (~900 B each)", bench.DistinctSchemaHandler(bench.FormatJSON, bench.NearLimitTools), true},
 	}
 	for _, mb := range cpuShareSizes {
 		share := float64(mb) / bench.MBPerVCPU
@@ -118,6 +118,12 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 				return result{summary: sum, body: b.String()}, err
 			}
 		}
+	}
+	rows, s, err := singleDiscoveries(ctx, db, m, bin)
+	b.WriteString(rows)
+	sum = append(sum, s...)
+	if err != nil {
+		return result{summary: sum, body: b.String()}, err
 	}
 	b.WriteString("\nPrimed calls and cold starts at the CPU share are not measured yet.\n\n")
 	return result{summary: sum, body: b.String()}, nil
@@ -202,6 +208,81 @@ func cpuShareCase(ctx context.Context, e *env, db *dynamodb.Client, m *awstest.M
 			measured: fmt.Sprintf("%s CPU, %s wall, against %s CPU on the first delivery (%s)", ms(r.cpu), ms(r.wall), ms(first.cpu), r.outcome),
 			met:      noTarget,
 		})
+	}
+	return b.String(), sum, nil
+}
+
+// singleTools are the listing sizes of the single discoveries, whose
+// durations docs/operations.md prices.
+var singleTools = []int{100, 1000}
+
+// singleDiscoveries delivers one discover record of 100 and of 1,000
+// distinct-schema tools at 512 MB, new and then unchanged, on a warm
+// instance (a first record warms it), and reports each delivery's wall
+// time: the duration Lambda bills.
+func singleDiscoveries(ctx context.Context, db *dynamodb.Client, m *awstest.Moto, bin string) (string, []summary, error) {
+	const mb = 512
+	share := float64(mb) / bench.MBPerVCPU
+	var b strings.Builder
+	b.WriteString("\nSingle discoveries at 512 MB on a warm instance (one record a delivery, distinct schemas): the billed durations docs/operations.md prices.\n\n")
+	b.WriteString("| MemorySize | tools | delivery | outcome | wall (billed) | CPU | command |\n|---|---|---|---|---|---|---|\n")
+	var sum []summary
+	for _, n := range singleTools {
+		srv := httptest.NewServer(bench.DistinctSchemaHandler(bench.FormatJSON, n))
+		table := fmt.Sprintf("bench-cpu-single-%d-%d", n, time.Now().UnixNano())
+		if err := catalog.CreateTable(ctx, db, table); err != nil {
+			srv.Close()
+			return b.String(), sum, err
+		}
+		cg, err := bench.NewCPUCgroup(fmt.Sprintf("mcpfn-bench-single-%d-%d", n, time.Now().UnixNano()), share)
+		if err != nil {
+			srv.Close()
+			return b.String(), sum, err
+		}
+		env := append(m.Environ(), "MCPFN_EGRESS_ALLOW="+bench.AllowEntry(srv.URL), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(mb), "MCPFN_CATALOG_TABLE="+table)
+		f, err := rietest.Start(rietest.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
+		if err == nil {
+			err = cg.Add(f.PID())
+		}
+		stop := func() {
+			if f != nil {
+				_ = f.Stop()
+			}
+			srv.Close()
+			time.Sleep(100 * time.Millisecond)
+			_ = cg.Remove()
+		}
+		if err != nil {
+			stop()
+			return b.String(), sum, err
+		}
+		in := &cpuInstance{f: f, bin: bin}
+		body := func(id string) string {
+			b, _ := json.Marshal(map[string]string{"catalog_id": id, "server_url": srv.URL + "/mcp"})
+			return string(b)
+		}
+		// A warm-up record without a server_url starts the runtime and
+		// judges no schema: init is not billed per discovery.
+		if _, err := in.deliver(ctx, []string{`{"catalog_id":"warm-up"}`}); err != nil {
+			stop()
+			return b.String(), sum, err
+		}
+		id := fmt.Sprintf("single-%d", n)
+		for _, delivery := range []string{"new", "unchanged"} {
+			r, err := in.deliver(ctx, []string{body(id)})
+			if err != nil {
+				stop()
+				return b.String(), sum, err
+			}
+			fmt.Fprintf(&b, "| %d MB | %d | %s | %s | %s | %s | %s |\n", mb, n, delivery, r.outcome, ms(r.wall), ms(r.cpu), command("cpushare"))
+			sum = append(sum, summary{
+				what:     fmt.Sprintf("%d MB, one discovery of %d distinct-schema tools, %s", mb, n, delivery),
+				target:   "billed duration, priced in docs/operations.md",
+				measured: fmt.Sprintf("%s wall, %s CPU (%s)", ms(r.wall), ms(r.cpu), r.outcome),
+				met:      noTarget,
+			})
+		}
+		stop()
 	}
 	return b.String(), sum, nil
 }
