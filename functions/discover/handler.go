@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -115,7 +115,9 @@ var _ Schedule = (*schedule.Table)(nil)
 // hints and store warnings); Now nil means time.Now. Schedule nil (the
 // directory store) records no backoff and refuses sweeps; Queue nil (no
 // startup.EnvDiscoverQueueURL) refuses sweeps; Metrics receives the
-// sweep's EMF lines (nil: none).
+// sweep's EMF lines (nil: none). Schemas holds schema verdicts across
+// items (nil: one cache of schema.DefaultCacheSize shared by every Handler
+// in the process).
 type Handler struct {
 	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
@@ -127,6 +129,17 @@ type Handler struct {
 	Metrics     io.Writer
 	Logger      *slog.Logger
 	Now         func() time.Time
+	Schemas     *schema.Cache
+}
+
+// sharedSchemas is the verdict cache of Handlers with no Schemas.
+var sharedSchemas = sync.OnceValue(func() *schema.Cache { return schema.NewCache(0) })
+
+func (h *Handler) schemas() *schema.Cache {
+	if h.Schemas == nil {
+		return sharedSchemas()
+	}
+	return h.Schemas
 }
 
 // Process implements runner.Processor: it validates the request, lists the
@@ -149,7 +162,7 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	it.Annotate(slog.String("catalog_id", req.CatalogID))
 	res, err := h.discover(ctx, it, req, start)
 	if err != nil {
-		if recordable(err) {
+		if recordable(err) && !wire.MustRequeue(err) {
 			h.recordFailure(ctx, it, req.CatalogID, err)
 		}
 		return nil, err
@@ -184,8 +197,8 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if err != nil {
 		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
-	if listing, err = checkSchemas(octx, listing); err != nil {
-		return nil, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+	if listing, err = h.checkInCPUSlot(octx, it, listing); err != nil {
+		return nil, err
 	}
 	cancel()
 
@@ -230,31 +243,51 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	return res, nil
 }
 
+// checkInCPUSlot runs checkSchemas in one of the function's CPU slots
+// (runner.Item.CPU), counting as work the bytes of schemas with no cached
+// verdict; a listing whose verdicts are all cached takes no slot. When the
+// slots are busy for longer than the item could wait, the item comes back
+// requeued, and is not recorded as the catalog's failure.
+func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, l mcp.Listing) (mcp.Listing, error) {
+	cache := h.schemas()
+	var work int64
+	for _, t := range l.Tools {
+		for _, s := range [][]byte{t.InputSchema, t.OutputSchema} {
+			if len(s) > 0 && !cache.Known(s) {
+				work += int64(len(s))
+			}
+		}
+	}
+	if work > 0 {
+		release, err := it.CPU(ctx, work)
+		if err != nil {
+			return mcp.Listing{}, err
+		}
+		defer release()
+	}
+	l, err := checkSchemas(ctx, cache, l)
+	if err != nil {
+		return mcp.Listing{}, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+	}
+	return l, nil
+}
+
 // checkSchemas moves each tool whose input or output schema a model
 // request could not carry (schema.Check) to the refusals, with the rule.
-// Check is a function of the bytes alone, so a schema many tools share is
-// judged once. It stops with ctx's error when ctx ends first: a listing of
+// Verdicts come from cache: a schema judged before on this instance, by
+// this listing, another server's or an earlier discovery, is not checked
+// again. It stops with ctx's error when ctx ends first: a listing of
 // schemas built to be slow to check must not eat the reserve meant for
 // the store.
-func checkSchemas(ctx context.Context, l mcp.Listing) (mcp.Listing, error) {
-	judged := map[[sha256.Size]byte]error{}
-	check := func(b []byte) error {
-		key := sha256.Sum256(b)
-		err, ok := judged[key]
-		if !ok {
-			err = schema.Check(b)
-			judged[key] = err
-		}
-		return err
-	}
+func checkSchemas(ctx context.Context, cache *schema.Cache, l mcp.Listing) (mcp.Listing, error) {
 	kept := l.Tools[:0:0]
 	for _, t := range l.Tools {
 		if err := ctx.Err(); err != nil {
 			return mcp.Listing{}, err
 		}
-		err := check(t.InputSchema)
+		err := cache.Check(t.InputSchema)
 		if err == nil && len(t.OutputSchema) > 0 {
-			if err = check(t.OutputSchema); err != nil {
+			if err = cache.Check(t.OutputSchema); err != nil {
 				err = fmt.Errorf("output_schema: %w", err)
 			}
 		} else if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
+	"github.com/mcpfn/mcpfn/shared/schema"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -178,10 +179,10 @@ func TestCheckSchemasStopsWithItsContext(t *testing.T) {
 	l := mcp.Listing{Tools: []mcp.Tool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := checkSchemas(ctx, l); !errors.Is(err, context.Canceled) {
+	if _, err := checkSchemas(ctx, schema.NewCache(0), l); !errors.Is(err, context.Canceled) {
 		t.Errorf("checkSchemas on an ended context = %v, want context.Canceled", err)
 	}
-	got, err := checkSchemas(t.Context(), mcp.Listing{Tools: []mcp.Tool{
+	got, err := checkSchemas(t.Context(), schema.NewCache(0), mcp.Listing{Tools: []mcp.Tool{
 		{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		{Name: "bad", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"type":"object","$ref":"#/nowhere"}`)},
 	}})

@@ -44,9 +44,10 @@ type Item struct {
 	TaskToken string    // the body's task_token, or ""
 	Deadline  time.Time // end of the operation budget; see OperationContext
 
-	badToken  error  // a task_token too long to report to; refused unstarted
-	coldStart bool   // of the instance's first invocation
-	traceID   string // the invocation's X-Ray trace id, or ""
+	badToken  error    // a task_token too long to report to; refused unstarted
+	coldStart bool     // of the instance's first invocation
+	traceID   string   // the invocation's X-Ray trace id, or ""
+	cpu       *cpuGate // the runner's CPU slots (see CPU), or nil
 
 	mu       sync.Mutex
 	server   string

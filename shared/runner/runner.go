@@ -86,6 +86,8 @@ const (
 //   - Concurrency bounds the work items running at once, across every
 //     Handle call; MemoryBudget (bytes, 0: none) bounds them further to
 //     MemoryBudget/ItemBytes (at least one). An item waits for its slot.
+//   - CPUSlots (0: none) bounds the CPU-heavy parts of items that run at
+//     once (Item.CPU); startup sets it from the function's CPU share.
 //   - The reserve bounds what follows an item's operation: the processor's
 //     context ends 3/5 of it after the operation's deadline (the store
 //     write and the ledger have that and what the operation left unused);
@@ -99,6 +101,7 @@ type Config struct {
 	Concurrency      int
 	MemoryBudget     int64
 	ItemBytes        int64
+	CPUSlots         int
 	Reserve          time.Duration
 	OperationTimeout time.Duration
 	MinBudget        time.Duration
@@ -117,6 +120,7 @@ type Runner struct {
 	proc    Processor
 	metrics *metrics
 	slots   chan struct{} // one per work item allowed in flight
+	cpu     *cpuGate      // nil without Config.CPUSlots
 	shares  reserveShares
 	warm    atomic.Bool // set by the first invocation (begin)
 }
@@ -129,8 +133,8 @@ func NewRunner(cfg Config, p Processor) (*Runner, error) {
 	if p == nil {
 		return nil, errors.New("work: nil Processor")
 	}
-	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 || cfg.MemoryBudget < 0 || cfg.ItemBytes < 0 {
-		return nil, errors.New("work: negative Concurrency, MemoryBudget, ItemBytes, Reserve, OperationTimeout or MinBudget")
+	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 || cfg.MemoryBudget < 0 || cfg.ItemBytes < 0 || cfg.CPUSlots < 0 {
+		return nil, errors.New("work: negative Concurrency, MemoryBudget, ItemBytes, CPUSlots, Reserve, OperationTimeout or MinBudget")
 	}
 	if cfg.DLQURL != "" && cfg.Queue == nil {
 		return nil, errors.New("work: DLQURL set without a Queue client")
@@ -164,6 +168,7 @@ func NewRunner(cfg Config, p Processor) (*Runner, error) {
 		proc:    p,
 		metrics: &metrics{w: cfg.Metrics, function: cfg.Function},
 		slots:   make(chan struct{}, slotCount(cfg.Concurrency, cfg.MemoryBudget, cfg.ItemBytes)),
+		cpu:     newCPUGate(cfg.CPUSlots),
 		shares:  splitReserve(cfg.Reserve),
 	}, nil
 }
@@ -357,7 +362,7 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 		return nil, false, wire.Errorf(wire.Internal, nil, "not started: a budget of %s is below the minimum %s (reserve %s)",
 			max(budget, 0).Round(time.Millisecond), r.cfg.MinBudget, r.cfg.Reserve)
 	}
-	it.Deadline = now.Add(budget)
+	it.Deadline, it.cpu = now.Add(budget), r.cpu
 	if it.badToken != nil {
 		return nil, true, it.badToken
 	}

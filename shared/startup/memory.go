@@ -39,6 +39,14 @@ func PlanMemory(mb int) Memory {
 // Slots is how many work items fit the budget at once, at least one.
 func (m Memory) Slots() int { return int(max(1, m.Budget/runner.ItemBytes)) }
 
+// CPU is the instance's CPU share in vCPUs: Lambda gives one per
+// runner.MBPerVCPU megabytes (512 MB: about 0.29).
+func (m Memory) CPU() float64 { return float64(m.MB) / runner.MBPerVCPU }
+
+// CPUSlots is how many work items may run CPU-heavy work at once
+// (runner.Config.CPUSlots): one per whole vCPU, at least one.
+func (m Memory) CPUSlots() int { return max(1, int(m.CPU())) }
+
 // parseMemoryMB reads EnvMemorySize: empty is DefaultMemoryMB; Lambda
 // allows 128 to 10240.
 func parseMemoryMB(v string) (int, error) {

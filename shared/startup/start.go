@@ -126,6 +126,7 @@ func (st *Startup) RunnerConfig() runner.Config {
 		Function:         st.Function,
 		Concurrency:      s.Concurrency,
 		MemoryBudget:     s.Memory.Budget,
+		CPUSlots:         s.Memory.CPUSlots(),
 		Reserve:          s.Reserve,
 		OperationTimeout: s.OperationTimeout,
 		DLQURL:           s.DLQURL,

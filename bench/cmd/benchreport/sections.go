@@ -34,6 +34,7 @@ var sections = []section{
 	{id: "store", num: 7, title: "Catalog store cost in DynamoDB requests", run: store},
 	{id: "instance", num: 8, title: "Memory per instance: a default batch against 75 % of the function's memory", run: instanceMemory},
 	{id: "rtt", num: 9, title: "Work items under an injected round-trip time: shared/mcp vs raw go-sdk", run: injectedRTT},
+	{id: "cpushare", num: 10, title: "The instance at Lambda's CPU share", run: cpuShare},
 }
 
 func sectionIDs() []string {

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MBPerVCPU is the function memory at which Lambda gives one whole vCPU
+// (runner.MBPerVCPU); MemorySize MB get MemorySize/MBPerVCPU of one core.
+const MBPerVCPU = 1769
+
+// cgroupCPU is where the cgroup v1 cpu controller is mounted.
+const cgroupCPU = "/sys/fs/cgroup/cpu"
+
+// CPUCgroup is a cgroup v1 cpu group whose processes share a fixed part of
+// one core through cpu.cfs_quota_us.
+type CPUCgroup struct{ dir string }
+
+// NewCPUCgroup creates the group name holding its processes to share of
+// one core (0.29 for 512 MB). It fails where the machine has no cgroup v1
+// cpu controller or the caller may not create groups in it.
+func NewCPUCgroup(name string, share float64) (*CPUCgroup, error) {
+	if _, err := os.Stat(filepath.Join(cgroupCPU, "cpu.cfs_quota_us")); err != nil {
+		return nil, fmt.Errorf("bench: no cgroup v1 cpu controller at %s: %w", cgroupCPU, err)
+	}
+	dir := filepath.Join(cgroupCPU, name)
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		return nil, fmt.Errorf("bench: cgroup %s: %w", name, err)
+	}
+	const period = 100_000 // µs
+	quota := max(1000, int(share*period))
+	for file, v := range map[string]int{"cpu.cfs_period_us": period, "cpu.cfs_quota_us": quota} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.Itoa(v)), 0o644); err != nil {
+			_ = os.Remove(dir)
+			return nil, fmt.Errorf("bench: cgroup %s: %s: %w", name, file, err)
+		}
+	}
+	return &CPUCgroup{dir: dir}, nil
+}
+
+// Add moves process pid, all its threads, into the group; children it
+// starts later are born in it.
+func (c *CPUCgroup) Add(pid int) error {
+	return os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+}
+
+// Remove deletes the group; its processes must have ended.
+func (c *CPUCgroup) Remove() error { return os.Remove(c.dir) }
+
+// ProcessCPU returns the CPU time (user + system, every thread) process pid
+// has used, from /proc/PID/stat, in clock ticks of 10 ms.
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command is in parentheses and may hold spaces: count from after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// ChildNamed returns the pid of a child of pid whose command is name.
+func ChildNamed(pid int, name string) (int, error) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, c := range strings.Fields(string(b)) {
+			comm, _ := os.ReadFile("/proc/" + c + "/comm")
+			if strings.TrimSpace(string(comm)) == name {
+				return strconv.Atoi(c)
+			}
+		}
+	}
+	return 0, fmt.Errorf("bench: no %s process under pid %d", name, pid)
+}
+
+// DistinctSchemaHandler serves the stateless mcptest fixture, except that
+// tools/list answers n tools in one page, in format, each with a distinct
+// input schema of about 900 bytes (DistinctSchema). NearLimitTools of them
+// fit the connection budget.
+func DistinctSchemaHandler(format string, n int) http.Handler {
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	tools := make([]tool, n)
+	for i := range tools {
+		tools[i] = tool{Name: fmt.Sprintf("tool_%05d", i), Description: fmt.Sprintf("Tool %d.", i), InputSchema: DistinctSchema(i)}
+	}
+	list, _ := json.Marshal(map[string]any{"tools": tools})
+	return fixtureExcept(func(w http.ResponseWriter, method string, id json.RawMessage) bool {
+		if method != "tools/list" {
+			return false
+		}
+		head, tail := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":`, id), "}"
+		if format == FormatSSE {
+			head, tail = "event: message\ndata: "+head, tail+"\n\n"
+		}
+		w.Header().Set("Content-Type", format)
+		_, _ = io.WriteString(w, head)
+		_, _ = w.Write(list)
+		_, _ = io.WriteString(w, tail)
+		return true
+	})
+}
+
+// DistinctSchema is the i-th of a family of realistic, distinct input
+// schemas of about 900 bytes: nested objects, an array of objects, enums,
+// a pattern, an anyOf with null and, for every other one, a $ref.
+func DistinctSchema(i int) json.RawMessage {
+	addr := `{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}`
+	defs := ""
+	if i%2 == 0 {
+		defs = fmt.Sprintf(`"$defs":{"A%d":{"type":"object","properties":{"street":{"type":"string","maxLength":200},"postcode":{"type":"string","pattern":"^[0-9A-Z -]{3,%d}$"}}}},`, i, 10+i%7)
+		addr = fmt.Sprintf(`{"$ref":"#/$defs/A%d"}`, i)
+	}
+	return json.RawMessage(fmt.Sprintf(`{%s"type":"object","properties":{`+
+		`"id_%d":{"type":"string","description":"The record to act on (tool %d)."},`+
+		`"mode":{"type":"string","enum":["fast","careful","audit-%d"]},`+
+		`"limit":{"type":"integer","minimum":1,"maximum":%d},`+
+		`"filters":{"type":"array","maxItems":20,"items":{"type":"object","properties":{"field":{"type":"string"},`+
+		`"op":{"type":"string","enum":["eq","ne","lt","gt"]},"value":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"null"}]}},"required":["field","op"]}},`+
+		`"address":%s,"note":{"anyOf":[{"type":"string","maxLength":%d},{"type":"null"}],"default":null}},"required":["id_%d"],"additionalProperties":false}`,
+		defs, i, i, i, 100+i, addr, 200+i%300, i))
+}
