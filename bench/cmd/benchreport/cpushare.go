@@ -16,9 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mcpfn/mcpfn/bench"
-	"github.com/mcpfn/mcpfn/shared/awstest"
+	"github.com/mcpfn/mcpfn/internal/localstack"
 	"github.com/mcpfn/mcpfn/shared/catalog"
-	"github.com/mcpfn/mcpfn/shared/rietest"
 )
 
 // 10. The instance at Lambda's CPU share.
@@ -40,7 +39,7 @@ type cpuRun struct {
 
 // cpuInstance is a discover bootstrap under the RIE in a CPU cgroup.
 type cpuInstance struct {
-	f   *rietest.Function
+	f   *localstack.Function
 	bin string
 }
 
@@ -81,7 +80,7 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 		return result{body: fmt.Sprintf("Skipped: %s.\n\n", err)}, nil
 	}
 	_ = probe.Remove()
-	m, err := awstest.Start()
+	m, err := localstack.StartMoto()
 	if err != nil {
 		return result{}, err
 	}
@@ -129,7 +128,7 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 	return result{summary: sum, body: b.String()}, nil
 }
 
-func cpuShareCase(ctx context.Context, e *env, db *dynamodb.Client, m *awstest.Moto, bin string, mb int, share float64, ci int,
+func cpuShareCase(ctx context.Context, e *env, db *dynamodb.Client, m *localstack.Moto, bin string, mb int, share float64, ci int,
 	name string, h http.Handler, again bool) (string, []summary, error) {
 	var b strings.Builder
 	var sum []summary
@@ -148,7 +147,7 @@ func cpuShareCase(ctx context.Context, e *env, db *dynamodb.Client, m *awstest.M
 		"MCPFN_BATCH_CONCURRENCY="+strconv.Itoa(instanceBatch),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(mb),
 		"MCPFN_CATALOG_TABLE="+table)
-	f, err := rietest.Start(rietest.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
+	f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
 	if err != nil {
 		_ = cg.Remove()
 		return "", nil, err
@@ -220,7 +219,7 @@ var singleTools = []int{100, 1000}
 // distinct-schema tools at 512 MB, new and then unchanged, on a warm
 // instance (a first record warms it), and reports each delivery's wall
 // time: the duration Lambda bills.
-func singleDiscoveries(ctx context.Context, db *dynamodb.Client, m *awstest.Moto, bin string) (string, []summary, error) {
+func singleDiscoveries(ctx context.Context, db *dynamodb.Client, m *localstack.Moto, bin string) (string, []summary, error) {
 	const mb = 512
 	share := float64(mb) / bench.MBPerVCPU
 	var b strings.Builder
@@ -240,7 +239,7 @@ func singleDiscoveries(ctx context.Context, db *dynamodb.Client, m *awstest.Moto
 			return b.String(), sum, err
 		}
 		env := append(m.Environ(), "MCPFN_EGRESS_ALLOW="+bench.AllowEntry(srv.URL), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(mb), "MCPFN_CATALOG_TABLE="+table)
-		f, err := rietest.Start(rietest.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
+		f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
 		if err == nil {
 			err = cg.Add(f.PID())
 		}
