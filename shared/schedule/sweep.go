@@ -62,9 +62,9 @@ const sendBatch = 10
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. A shard claims sendBatch entries at once, in
 // parallel, and sends them; it starts the next sendBatch only while ctx
-// has not ended and twice the slowest claim-and-send so far (before the
-// first, firstBatchEstimate or twice the Query) plus the slowest claims
-// end before end, so that every send is answered.
+// has not ended and twice the slowest claim-and-send so far (at least a
+// first estimate: its Query plus firstSendEstimate) plus the slowest
+// claims end before end, so that every send is answered.
 //
 // ctx bounds claiming only; end (the invocation's deadline less what
 // answering needs; zero: sendGrace after ctx ends) bounds sends and
@@ -132,7 +132,7 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, p *pace, q Enqueuer
 			}
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
 		}
-		p.first(time.Since(asked))
+		p.estimate(time.Since(asked))
 		for lo := 0; lo < len(out.Items); lo += sendBatch {
 			if !f.fits(ctx, p) {
 				return sw, nil // the rest stay due

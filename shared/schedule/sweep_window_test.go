@@ -208,3 +208,19 @@ func TestEnqueueTellsUnansweredFromRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepStartsNoSendThatCannotFit: a due-index Query that takes 1.9 s
+// of a 2 s budget, half a second more to the end. A claim-and-send is
+// estimated at the Query's time plus half a second, which does not fit:
+// nothing is claimed, everything stays due.
+func TestSweepStartsNoSendThatCannotFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		mem := newMemTable(n, time.Now(), 1900*time.Millisecond)
+		q := &slowSQS{}
+		sw := sweepOnce(t, mem, q, 2*time.Second, 2500*time.Millisecond)
+		if sw.Due != 0 || sw.Complete || q.calls != 0 || len(mem.stillDue(time.Now())) != n {
+			t.Errorf("swept %+v with %d sends, %d of %d still due; want nothing claimed", sw, q.calls, len(mem.stillDue(time.Now())), n)
+		}
+	})
+}

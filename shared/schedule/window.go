@@ -10,14 +10,15 @@ import (
 // ends when Sweep is given no end.
 const sendGrace = time.Second
 
-// firstBatchEstimate is what a claim-and-send of ten is assumed to take
-// before one was measured (at least twice the first Query): an SQS answer
-// that takes longer is rare, and the first measure replaces it.
-const firstBatchEstimate = 500 * time.Millisecond
+// firstSendEstimate is what one SendMessageBatch is assumed to take
+// before a claim-and-send was measured: SQS answers in tens of
+// milliseconds, so this is a conservative guess, used as is.
+const firstSendEstimate = 500 * time.Millisecond
 
-// batchHeadroom is the factor on the slowest claim-and-send so far that a
-// new one needs before the end: a send is started only when one twice as
-// slow as any yet would still be answered and leave room for its undo.
+// batchHeadroom is the factor on the slowest claim-and-send measured so
+// far that a new one needs before the end: a send is started only when
+// one twice as slow as any yet would still be answered and leave room for
+// its undo.
 const batchHeadroom = 2
 
 // followUp is the context that outlives a sweep's context: it keeps that
@@ -66,21 +67,22 @@ func newFollowUp(ctx context.Context, end time.Time) *followUp {
 	}}
 }
 
-// pace keeps, across a sweep's shards, the slowest claim-and-send of ten
-// and the slowest claims of ten (what undoing them takes) measured so far.
+// pace keeps, across a sweep's shards, what a claim-and-send of ten needs
+// before the end: the slowest claim-and-send measured so far (batch) with
+// batchHeadroom, at least the first estimate (first), plus the slowest
+// claims of ten (what undoing them takes).
 type pace struct {
-	mu            sync.Mutex
-	batch, claims time.Duration
+	mu                   sync.Mutex
+	batch, first, claims time.Duration
 }
 
-// first sets the estimates from the first Query's time, when nothing was
-// measured yet: claims as long as the Query, a claim-and-send twice as
-// long, at least firstBatchEstimate.
-func (p *pace) first(query time.Duration) {
+// estimate sets the first estimates from a Query that took query: claims
+// as long as the Query, a claim-and-send that plus firstSendEstimate.
+func (p *pace) estimate(query time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.claims = max(p.claims, query)
-	p.batch = max(p.batch, 2*query, firstBatchEstimate)
+	p.first = max(p.first, query+firstSendEstimate)
 }
 
 // measured records a claim-and-send that took batch, its claims claims.
@@ -91,18 +93,18 @@ func (p *pace) measured(batch, claims time.Duration) {
 	p.claims = max(p.claims, claims)
 }
 
+// need is how long before the end a claim-and-send may start.
+func (p *pace) need() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(batchHeadroom*p.batch, p.first) + p.claims
+}
+
 // fits reports whether a claim-and-send may start now: ctx (the budget)
-// has not ended, and batchHeadroom times the slowest claim-and-send plus
-// the slowest claims (the undo) end before f's end, when that is known.
+// has not ended, and p's need ends before f's end, when that is known.
 func (f *followUp) fits(ctx context.Context, p *pace) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	if f.end.IsZero() {
-		return true
-	}
-	p.mu.Lock()
-	need := batchHeadroom*p.batch + p.claims
-	p.mu.Unlock()
-	return time.Until(f.end) >= need
+	return f.end.IsZero() || time.Until(f.end) >= p.need()
 }
