@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -44,7 +47,10 @@ func (s *Sender) Send(ctx context.Context, req Request) error {
 // Enqueue sends reqs with SendMessageBatch, ten a batch, and returns one
 // error per request, nil only for an entry the answer lists as successful:
 // a failed batch fails each of its requests, an entry listed as failed or
-// not listed at all its own (ErrRefused).
+// not listed at all its own (ErrRefused). A batch that got no answer from
+// SQS (ctx ended or the connection broke after the request left; not an
+// error SQS answered, nor a batch never sent) fails its requests with
+// ErrUnanswered: SQS may hold their messages.
 func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
 	errs := make([]error, len(reqs))
 	for lo := 0; lo < len(reqs); lo += sendBatch {
@@ -61,8 +67,19 @@ func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
 		if len(in.Entries) == 0 {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			for i := lo; i < hi; i++ {
+				if errs[i] == nil {
+					errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: not sent: %w", reqs[i].CatalogID, err)
+				}
+			}
+			continue
+		}
 		out, err := s.API.SendMessageBatch(ctx, in)
 		if err != nil {
+			if unanswered(err) {
+				err = fmt.Errorf("%w: %w", ErrUnanswered, err)
+			}
 			for i := lo; i < hi; i++ {
 				if errs[i] == nil {
 					errs[i] = fmt.Errorf("schedule: enqueue a discovery of %q: %w", reqs[i].CatalogID, err)
@@ -92,5 +109,22 @@ func (s *Sender) Enqueue(ctx context.Context, reqs []Request) []error {
 	return errs
 }
 
-// ErrRefused reports a batch entry SQS refused.
-var ErrRefused = errors.New("the queue refused the message")
+// Errors of Enqueue. ErrRefused reports a batch entry SQS refused (or did
+// not list); ErrUnanswered a batch whose answer never came, which SQS may
+// or may not have taken.
+var (
+	ErrRefused    = errors.New("the queue refused the message")
+	ErrUnanswered = errors.New("the queue's answer never came: the message may be in the queue")
+)
+
+// unanswered reports whether err, from a SendMessageBatch, leaves open
+// whether SQS took the batch: it is neither an error SQS answered nor a
+// connection that was never made.
+func unanswered(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
+}

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -23,8 +24,10 @@ type Enqueuer interface {
 // Swept is what one sweep did. Due counts the index entries it found due
 // (next_due <= now); Enqueued those it claimed and the queue accepted;
 // BackingOff those it skipped because a failure streak's retry_after is
-// later (it moved their next_due there). The rest of Due were claimed
-// meanwhile by another sweep, or not sent (their claim is undone).
+// later (it moved their next_due there); Unanswered those whose send had
+// no answer by the sweep's end (their claim is kept: the queue may hold
+// them). The rest of Due were claimed meanwhile by another sweep, or not
+// sent (their claim is undone).
 // Overdue3x counts the due entries at least three intervals stale:
 // next_due more than three intervals past, or two failures or more in a
 // row. Complete is false when the context ended before every page was
@@ -33,6 +36,7 @@ type Swept struct {
 	Due        int  `json:"due"`
 	Enqueued   int  `json:"enqueued"`
 	BackingOff int  `json:"backing_off"`
+	Unanswered int  `json:"-"`
 	Overdue3x  int  `json:"-"`
 	Complete   bool `json:"-"`
 }
@@ -41,6 +45,7 @@ func (s *Swept) add(o Swept) {
 	s.Due += o.Due
 	s.Enqueued += o.Enqueued
 	s.BackingOff += o.BackingOff
+	s.Unanswered += o.Unanswered
 	s.Overdue3x += o.Overdue3x
 }
 
@@ -56,26 +61,29 @@ const sendBatch = 10
 // UpdateItem conditional on the next_due the index returned, which moves
 // next_due one interval on. A backing-off entry's next_due moves to its
 // retry_after instead. A shard claims sendBatch entries at once, in
-// parallel, and sends them; it starts the next sendBatch only while the
-// time sends may take leaves room for its slowest claim-and-send so far
-// (before the first, twice its Query), so that as a rule each send is
-// answered.
+// parallel, and sends them; it starts the next sendBatch only while ctx
+// has not ended and twice the slowest claim-and-send so far (at least a
+// first estimate: its Query plus firstSendEstimate) plus the slowest
+// claims end before end, so that every send is answered.
 //
-// ctx bounds claiming; end (the invocation's deadline; zero: sendGrace
-// after ctx ends) bounds what follows. When ctx ends the sweep claims
-// nothing more, sends what it claimed for three quarters of the time from
-// ctx's end to end, and undoes every claim not sent by end. It returns
-// Complete false then, no error; an error is a DynamoDB failure other than
-// a lost claim.
+// ctx bounds claiming only; end (the invocation's deadline less what
+// answering needs; zero: sendGrace after ctx ends) bounds sends and
+// undos, which run on a context detached from ctx: a started send is
+// never cut off when ctx ends. A claim SQS did not accept, or that failed,
+// is undone by end; one whose send had no answer by end is kept
+// (Unanswered). When ctx ends mid-sweep the rest stay due and Sweep
+// returns Complete false, no error; an error is a DynamoDB failure other
+// than a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
 	f := newFollowUp(ctx, end)
 	defer f.stop()
+	p := &pace{}
 	results := make([]Swept, catalog.DueShards)
 	errs := make([]error, catalog.DueShards)
 	var wg sync.WaitGroup
 	for i := range catalog.DueShards {
-		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, f, q, strconv.Itoa(i), now) })
+		wg.Go(func() { results[i], errs[i] = t.sweepShard(ctx, f, p, q, strconv.Itoa(i), now) })
 	}
 	wg.Wait()
 	total := Swept{Complete: true}
@@ -98,10 +106,9 @@ type entry struct {
 	retryAfter int64
 }
 
-func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard string, now time.Time) (Swept, error) {
+func (t *Table) sweepShard(ctx context.Context, f *followUp, p *pace, q Enqueuer, shard string, now time.Time) (Swept, error) {
 	var sw Swept
 	var start map[string]types.AttributeValue
-	var slowest time.Duration // the longest claimAndSend so far; at first, two Queries
 	for {
 		if ctx.Err() != nil {
 			return sw, nil
@@ -125,17 +132,13 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 			}
 			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
 		}
-		if slowest == 0 {
-			slowest = 2 * time.Since(asked) // two round trips: the claims, the send
-		}
+		p.estimate(time.Since(asked))
 		for lo := 0; lo < len(out.Items); lo += sendBatch {
-			if !f.fits(ctx, slowest) {
+			if !f.fits(ctx, p) {
 				return sw, nil // the rest stay due
 			}
-			began := time.Now()
-			g, err := t.claimAndSend(ctx, f, q, out.Items[lo:min(lo+sendBatch, len(out.Items))], now)
+			g, err := t.claimAndSend(ctx, f, p, q, out.Items[lo:min(lo+sendBatch, len(out.Items))], now)
 			sw.add(g)
-			slowest = max(slowest, time.Since(began))
 			if err != nil {
 				return sw, err
 			}
@@ -152,10 +155,12 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, q Enqueuer, shard s
 }
 
 // claimAndSend claims the due entries items (at most sendBatch) in
-// parallel, or moves them to their retry_after, sends the claimed ones and
-// undoes each claim it could not send or that failed (it may have landed).
-// An error is a DynamoDB failure other than a lost claim.
-func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items []map[string]types.AttributeValue, now time.Time) (Swept, error) {
+// parallel on ctx, or moves them to their retry_after, sends the claimed
+// ones and undoes each claim SQS did not accept or that failed (it may
+// have landed), and records in p how long claims and all took. An error
+// is a DynamoDB failure other than a lost claim.
+func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueuer, items []map[string]types.AttributeValue, now time.Time) (Swept, error) {
+	began := time.Now()
 	type result struct {
 		e              entry
 		next           int64
@@ -174,6 +179,7 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items
 		wg.Go(func() { r.ok, r.err = t.move(ctx, r.e, r.next) })
 	}
 	wg.Wait()
+	claims := time.Since(began)
 	var sw Swept
 	var claimed, lost []claim
 	var stop error
@@ -197,100 +203,44 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, q Enqueuer, items
 			claimed = append(claimed, c)
 		}
 	}
-	sw.Enqueued = t.send(f, q, claimed, lost)
+	sw.Enqueued, sw.Unanswered = t.send(f, q, claimed, lost)
+	p.measured(time.Since(began), claims)
 	return sw, stop
 }
 
-// fits reports whether a claim-and-send that takes d, started now, is
-// answered before f.send ends: ctx has not ended and the send's end, as
-// far as it is known, is at least d away.
-func (f *followUp) fits(ctx context.Context, d time.Duration) bool {
-	return ctx.Err() == nil && (f.sendBy.IsZero() || time.Until(f.sendBy) >= d)
-}
-
-// send enqueues the claimed catalogs on f.send, undoes on f.undo (in
-// parallel) the claim of each one q did not accept or was not given and of
-// each lost one, and returns how many q accepted.
-func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) int {
+// send enqueues the claimed catalogs on f.ctx and undoes on f.ctx (in
+// parallel) the claim of each one q refused or was not given, and of each
+// lost one. A claim whose send went unanswered (ErrUnanswered) is kept:
+// SQS may hold its message, and undoing it could enqueue the catalog twice.
+// It returns how many q accepted and how many went unanswered.
+func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) (sent, unanswered int) {
 	undo := lost
-	sent := 0
 	if len(claimed) > 0 {
 		var errs []error
-		if f.send.Err() == nil {
+		if f.ctx.Err() == nil {
 			reqs := make([]Request, len(claimed))
 			for j, c := range claimed {
 				reqs[j] = c.req
 			}
-			errs = q.Enqueue(f.send, reqs)
+			errs = q.Enqueue(f.ctx, reqs)
 		}
 		for j, c := range claimed {
-			if j < len(errs) && errs[j] == nil {
+			switch {
+			case j < len(errs) && errs[j] == nil:
 				sent++
-				continue
+			case j < len(errs) && errors.Is(errs[j], ErrUnanswered):
+				unanswered++
+			default:
+				undo = append(undo, c)
 			}
-			undo = append(undo, c)
 		}
 	}
 	var wg sync.WaitGroup
 	for _, c := range undo {
-		wg.Go(func() { t.unclaim(f.undo, c) })
+		wg.Go(func() { t.unclaim(f.ctx, c) })
 	}
 	wg.Wait()
-	return sent
-}
-
-// sendGrace is how long sending and undoing run on after a sweep's context
-// ends when Sweep is given no end.
-const sendGrace = time.Second
-
-// followUp holds the contexts that outlive a sweep's context: send ends
-// three quarters of the way from the sweep context's end to end, undo at
-// end. Both keep the sweep context's values.
-type followUp struct {
-	send, undo context.Context
-	sendBy     time.Time // when send ends if ctx ends at its deadline; zero: unknown
-	stop       func()
-}
-
-func newFollowUp(ctx context.Context, end time.Time) *followUp {
-	base := context.WithoutCancel(ctx)
-	send, cancelSend := context.WithCancel(base)
-	undo, cancelUndo := context.WithCancel(base)
-	var (
-		mu      sync.Mutex
-		stopped bool
-		timers  []*time.Timer
-	)
-	after := context.AfterFunc(ctx, func() {
-		w := sendGrace
-		if !end.IsZero() {
-			w = time.Until(end)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			timers = append(timers, time.AfterFunc(w*3/4, cancelSend), time.AfterFunc(w, cancelUndo))
-		}
-	})
-	var sendBy time.Time
-	if d, ok := ctx.Deadline(); ok {
-		w := sendGrace
-		if !end.IsZero() {
-			w = end.Sub(d)
-		}
-		sendBy = d.Add(w * 3 / 4)
-	}
-	return &followUp{send: send, undo: undo, sendBy: sendBy, stop: func() {
-		after()
-		mu.Lock()
-		stopped = true
-		for _, tm := range timers {
-			tm.Stop()
-		}
-		mu.Unlock()
-		cancelSend()
-		cancelUndo()
-	}}
+	return sent, unanswered
 }
 
 // move sets e's next_due to next if it is still the one the index
@@ -356,11 +306,12 @@ const (
 	MetricDue          = "SweepDue"
 	MetricEnqueued     = "SweepEnqueued"
 	MetricBackingOff   = "SweepBackingOff"
+	MetricUnanswered   = "SweepUnanswered"
 	MetricOverdue3x    = "SweepOverdue3x"
 	MetricStaleRequest = "StaleRediscoveries"
 )
 
 // Counts is s as metrics, for runner.EmitCounts.
 func (s Swept) Counts() map[string]int {
-	return map[string]int{MetricDue: s.Due, MetricEnqueued: s.Enqueued, MetricBackingOff: s.BackingOff, MetricOverdue3x: s.Overdue3x}
+	return map[string]int{MetricDue: s.Due, MetricEnqueued: s.Enqueued, MetricBackingOff: s.BackingOff, MetricUnanswered: s.Unanswered, MetricOverdue3x: s.Overdue3x}
 }
