@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/credentials"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -96,7 +97,7 @@ type Handler struct {
 	HTTPClient    *http.Client
 	Policy        *guard.Policy
 	Catalog       Catalog
-	Credentials   runner.Vaults
+	Credentials   credentials.Vaults
 	Ledger        Ledger
 	Render        render.Options
 	Stale         Stale
@@ -246,7 +247,7 @@ func annotateHints(it *runner.Item, a *mcp.Annotations) {
 // call connects and calls. ran reports whether the tools/call request may
 // have reached the server (the tool may have run).
 func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer) (res *render.ToolResult, ran bool, err error) {
-	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	authz, err := credentials.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return nil, false, err
 	}
@@ -259,7 +260,7 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client,
 		ProtocolVersion: p.protocolVersion, Discovery: p.discovery}))
 	if err != nil {
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
+		return nil, false, wire.Errorf(wire.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	var stale staleReason // set below; requested once the connection is closed
 	defer func() {
@@ -297,12 +298,12 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		}
 	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
 		// Refused before the server ran anything: a retry is safe.
-		return nil, false, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
+		return nil, false, wire.Errorf(wire.ClassifyConnect(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
 		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
-		return nil, true, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
+		return nil, true, wire.Errorf(wire.ClassifyConnect(err), err, "the tool call failed")
 	}
 	return &tr, true, nil
 }
