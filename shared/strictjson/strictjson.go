@@ -47,6 +47,7 @@ type Error struct {
 	Kind   Kind
 	Field  string // the top-level member the fault is in; "" when none
 	Path   string // dotted member names to the fault, array indices left out
+	Ptr    string // the JSON pointer (RFC 6901) to the fault's value or member
 	Name   string // Duplicate, Unknown: the member name at fault
 	Offset int64  // byte offset of the fault, where known
 	Size   int    // Size: the document's length
@@ -130,7 +131,7 @@ func check(data []byte, maxDepth int) error {
 		}
 		if maxDepth > 0 && dec.StackDepth() > maxDepth {
 			_, field := path(string(dec.StackPointer()))
-			return &Error{Kind: Depth, Field: field, Limit: maxDepth, Offset: dec.InputOffset() - 1}
+			return &Error{Kind: Depth, Field: field, Ptr: string(dec.StackPointer()), Limit: maxDepth, Offset: dec.InputOffset() - 1}
 		}
 		if dec.StackDepth() == 0 { // the value is complete: only whitespace may follow
 			end := dec.InputOffset()
@@ -149,7 +150,7 @@ func classify(data []byte, err error) error {
 	switch {
 	case errors.As(err, &syn):
 		p, field := path(string(syn.JSONPointer))
-		e := &Error{Field: field, Path: p, Offset: syn.ByteOffset}
+		e := &Error{Field: field, Path: p, Ptr: string(syn.JSONPointer), Offset: syn.ByteOffset}
 		msg := syn.Err.Error()
 		switch {
 		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
@@ -170,9 +171,9 @@ func classify(data []byte, err error) error {
 	case errors.As(err, &sem):
 		p, field := path(string(sem.JSONPointer))
 		if errors.Is(sem.Err, json.ErrUnknownName) {
-			return &Error{Kind: Unknown, Field: field, Path: p, Name: last(string(sem.JSONPointer)), Offset: sem.ByteOffset}
+			return &Error{Kind: Unknown, Field: field, Path: p, Ptr: string(sem.JSONPointer), Name: last(string(sem.JSONPointer)), Offset: sem.ByteOffset}
 		}
-		e := &Error{Kind: Type, Field: field, Path: p, Offset: sem.ByteOffset, Got: kindName(sem.JSONKind)}
+		e := &Error{Kind: Type, Field: field, Path: p, Ptr: string(sem.JSONPointer), Offset: sem.ByteOffset, Got: kindName(sem.JSONKind)}
 		if e.Got == "number" && numeric(sem.GoType) && sem.ByteOffset < int64(len(data)) {
 			// encoding/json's wording: a number a numeric field cannot hold is shown.
 			n := data[sem.ByteOffset:]

@@ -31,14 +31,14 @@ func TestDecodeKinds(t *testing.T) {
 		{name: "over the size", body: `{"name":"` + strings.Repeat("a", 60) + `"}`, want: Error{Kind: Size, Size: 71, Limit: 64}},
 		{name: "array", body: `[]`, want: Error{Kind: NotObject}},
 		{name: "malformed non-object", body: `nul`, want: Error{Kind: NotObject}},
-		{name: "at the depth", body: `{"inner":{"token":[]}}`, want: Error{Kind: Type, Field: "inner", Path: "inner.token", Offset: 18, Want: "string", Got: "array"}},
-		{name: "past the depth", body: `{"inner":{"token":[[]]}}`, want: Error{Kind: Depth, Field: "inner", Limit: 3, Offset: 19}},
-		{name: "nested case variant", body: `{"inner":{"Token":"t"}}`, want: Error{Kind: Unknown, Field: "inner", Path: "inner.Token", Name: "Token", Offset: 10}},
-		{name: "nested duplicate", body: `{"inner":{"token":"t","token":"u"}}`, want: Error{Kind: Duplicate, Field: "inner", Path: "inner.token", Name: "token", Offset: 22}},
-		{name: "number a numeric field cannot hold", body: `{"count":1.5}`, want: Error{Kind: Type, Field: "count", Path: "count", Offset: 9, Want: "int", Got: "number 1.5"}},
+		{name: "at the depth", body: `{"inner":{"token":[]}}`, want: Error{Kind: Type, Field: "inner", Path: "inner.token", Ptr: "/inner/token", Offset: 18, Want: "string", Got: "array"}},
+		{name: "past the depth", body: `{"inner":{"token":[[]]}}`, want: Error{Kind: Depth, Field: "inner", Ptr: "/inner/token/0", Limit: 3, Offset: 19}},
+		{name: "nested case variant", body: `{"inner":{"Token":"t"}}`, want: Error{Kind: Unknown, Field: "inner", Path: "inner.Token", Ptr: "/inner/Token", Name: "Token", Offset: 10}},
+		{name: "nested duplicate", body: `{"inner":{"token":"t","token":"u"}}`, want: Error{Kind: Duplicate, Field: "inner", Path: "inner.token", Ptr: "/inner/token", Name: "token", Offset: 22}},
+		{name: "number a numeric field cannot hold", body: `{"count":1.5}`, want: Error{Kind: Type, Field: "count", Path: "count", Ptr: "/count", Offset: 9, Want: "int", Got: "number 1.5"}},
 		{name: "trailing", body: `{"name":"a"} x`, want: Error{Kind: Trailing, Offset: 13}},
 		{name: "truncated", body: `{"name":"a"`, want: Error{Kind: Truncated, Offset: 11}},
-		{name: "lone surrogate in a nested key", body: `{"inner":{"\udc00":1}}`, want: Error{Kind: Surrogate, Field: "inner", Path: "inner", Offset: 11}},
+		{name: "lone surrogate in a nested key", body: `{"inner":{"\udc00":1}}`, want: Error{Kind: Surrogate, Field: "inner", Path: "inner", Ptr: "/inner", Offset: 11}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

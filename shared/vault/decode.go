@@ -154,8 +154,7 @@ func decodeStrict(raw []byte, where string, v any) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	parent, _ := strings.CutSuffix(se.Path, se.Name)
-	parent = strings.ReplaceAll(parent, ".", ": ")
+	parent := blocks(se.Ptr)
 	var msg string
 	switch se.Kind {
 	case strictjson.Unknown:
@@ -176,6 +175,30 @@ func decodeStrict(raw []byte, where string, v any) error {
 		msg = se.Error()
 	}
 	return fmt.Errorf("%w: %s%s", ErrVaultMalformed, where, msg)
+}
+
+// blocks names the credential and blocks that hold the member at ptr, as
+// "credential 1: refresh: ".
+func blocks(ptr string) string {
+	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	var b strings.Builder
+	for i := 0; i < len(toks)-1; i++ {
+		if toks[i] == "credentials" && i+1 < len(toks)-1 {
+			b.WriteString("credential " + toks[i+1] + ": ")
+			i++
+			continue
+		}
+		b.WriteString(quoteName(toks[i]) + ": ")
+	}
+	return b.String()
+}
+
+// quoteName is a block name as a message shows it: a plain name as is.
+func quoteName(k string) string {
+	if q := quoteKey(k); q != "(name not shown)" {
+		return k
+	}
+	return "(name not shown)"
 }
 
 // namesAt lists the json names of the struct the member at path (dotted,
