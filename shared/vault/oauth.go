@@ -273,7 +273,7 @@ func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Cr
 	ep := oauth.Endpoint{TokenURL: rf.TokenEndpoint, ClientID: rf.ClientID, Scope: rf.Scope, Resource: rf.Resource,
 		Auth: oauth.Auth{Method: rf.Auth.Type, ClientSecret: rf.Auth.ClientSecret}}
 	tok, terr := o.client.Refresh(tctx, ep, rf.RefreshToken)
-	// The write-back runs within ctx (runner.Credential: the work item's
+	// The write-back runs within ctx (credentials.Credential: the work item's
 	// operation budget): a Secrets Manager that stalls fails this item,
 	// not the invocation.
 	wctx, wcancel := context.WithTimeout(ctx, WriteBackTimeout)
