@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/credentials"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -76,7 +77,7 @@ type Handler struct {
 	HTTPClient    *http.Client
 	Policy        *guard.Policy
 	Catalog       Catalog
-	Credentials   runner.Vaults
+	Credentials   credentials.Vaults
 	Ledger        Ledger
 	Render        render.Options
 	Stale         Stale
@@ -229,7 +230,7 @@ type callOutcome struct {
 // call connects and takes one step (a call, a poll, an update, a cancel),
 // rendering a result the way every step renders it.
 func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p primer, step step) (out callOutcome, err error) {
-	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
+	authz, err := credentials.Credential(ctx, h.Credentials, it, req.VaultIDs, req.ServerURL, h.logger())
 	if err != nil {
 		return out, err
 	}
@@ -242,7 +243,7 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: req.ServerURL, HTTPClient: client,
 		ProtocolVersion: p.protocolVersion, Discovery: p.discovery}))
 	if err != nil {
-		return out, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
+		return out, wire.Errorf(wire.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	var stale staleReason // set below; requested once the connection is closed
 	defer func() {
@@ -289,13 +290,13 @@ func (h *Handler) call(ctx context.Context, it *runner.Item, req Request, p prim
 		}
 	case errors.Is(err, mcp.ErrUnauthorized), errors.Is(err, guard.ErrDenied):
 		// Refused before the server ran anything: a retry is safe.
-		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the MCP server refused the call")
+		return out, wire.Errorf(wire.ClassifyConnect(err), err, "the MCP server refused the call")
 	case errors.Is(err, mcp.ErrServerAnswered):
 		tr = render.Refusal(req.ToolUseID, err, it.Scrub)
 		it.Annotate(slog.Bool("is_error", true), slog.Bool("refused", true), slog.String("refusal", it.Scrub(err.Error())))
 	default:
 		out.ran = true
-		return out, wire.Errorf(runner.ClassifyConnect(err), err, "the tool call failed")
+		return out, wire.Errorf(wire.ClassifyConnect(err), err, "the tool call failed")
 	}
 	out.res, out.ran = &tr, true
 	return out, nil

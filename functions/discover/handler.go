@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
+	"github.com/mcpfn/mcpfn/shared/credentials"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/runner"
@@ -123,7 +124,7 @@ type Handler struct {
 	HTTPClient  *http.Client
 	Policy      *guard.Policy
 	Store       Store
-	Credentials runner.Vaults
+	Credentials credentials.Vaults
 	Schedule    Schedule
 	Queue       schedule.Enqueuer
 	Metrics     io.Writer
@@ -176,7 +177,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		return nil, err
 	}
 	it.SetServer(u)
-	authz, err := runner.Credential(ctx, h.Credentials, it, req.VaultIDs, serverURL, h.logger())
+	authz, err := credentials.Credential(ctx, h.Credentials, it, req.VaultIDs, serverURL, h.logger())
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +189,14 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	}
 	conn, err := h.Connect(octx, authz.Config(mcp.Config{URL: serverURL, HTTPClient: client}))
 	if err != nil {
-		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not connect to the MCP server")
+		return nil, wire.Errorf(wire.ClassifyConnect(err), err, "could not connect to the MCP server")
 	}
 	listing, err := conn.ListTools(octx)
 	_ = conn.Close()
 	stats := conn.Stats() // after Close: the closing DELETE is one of the requests
 	it.SetUsage(stats.ProtocolVersion, stats.Requests, stats.ResponseBytes)
 	if err != nil {
-		return nil, wire.Errorf(runner.ClassifyConnect(err), err, "could not list the MCP server's tools")
+		return nil, wire.Errorf(wire.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
 	if listing, err = h.checkInCPUSlot(octx, it, listing); err != nil {
 		return nil, err

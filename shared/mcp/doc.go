@@ -1,6 +1,10 @@
 // Package mcp is the platform's MCP client: a bounded wrapper over go-sdk
 // v1.8.0 that connects to one server over Streamable HTTP, lists its tools
-// and calls one, then closes. No SDK type appears in its API.
+// and calls one, then closes. One SDK type appears in its API:
+// Config.OAuth is go-sdk's auth.OAuthHandler, because the SDK's transport
+// calls that handler itself (TokenSource per request, Authorize on a 401
+// or 403); wrapping it would only copy its two methods. Every other type
+// in the API is this package's own.
 //
 // Every connection is bounded whatever client carries it: a cumulative
 // MaxResponseBytes budget charged before the SDK reads a body, a fallback

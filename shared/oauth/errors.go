@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/text"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 // Kind classifies an OAuth failure. It prints as a word.
@@ -108,6 +109,21 @@ func (e *Error) Error() string {
 
 // Is matches the sentinel of e.Kind.
 func (e *Error) Is(target error) bool { return target != nil && target == e.Kind.sentinel() }
+
+// WireType is the wire type the functions report e with (see Kind).
+func (e *Error) WireType() wire.ErrorType {
+	switch e.Kind {
+	case KindRefused:
+		return wire.AuthenticationFailed
+	case KindUnavailable:
+		return wire.ConnectionFailed
+	case KindProtocol:
+		return wire.ProtocolError
+	case KindDenied:
+		return wire.EgressDenied
+	}
+	return ""
+}
 
 // Unwrap returns the guard refusal or context error that caused e, or nil.
 func (e *Error) Unwrap() error { return e.cause }

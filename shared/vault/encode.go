@@ -24,39 +24,47 @@ func timePtr(t time.Time) *string {
 // encode is c in the vault format, secrets included. ServerURL is written
 // as given.
 func encode(c Credential) json.RawMessage {
-	j := jsonCred{ServerURL: ptr(c.ServerURL)}
+	var v any
 	switch c.Type {
 	case TypeStaticBearer, "":
-		j.Token = ptr(c.Token)
+		v = staticJSON{ServerURL: c.ServerURL, Token: c.Token}
 	case TypeMCPOAuth:
-		j.Type, j.AccessToken, j.ExpiresAt = ptr(c.Type), ptr(c.Token), timePtr(c.ExpiresAt)
-		if r := c.Refresh; r != nil {
-			j.Refresh = &jsonRef{TokenEndpoint: ptr(r.TokenEndpoint), ClientID: ptr(r.ClientID), RefreshToken: ptr(r.RefreshToken),
-				Scope: ptr(r.Scope), Resource: ptr(r.Resource)}
-			if r.Auth.Type != "" && r.Auth.Type != oauth.AuthNone || r.Auth.ClientSecret != "" {
-				j.Refresh.TokenEndpointAuth = &jsonAuth{Type: ptr(r.Auth.Type), ClientSecret: ptr(r.Auth.ClientSecret)}
-			}
-		}
-		if l := c.Lease; l != nil {
-			j.RefreshLease = &jsonLease{Holder: ptr(l.Holder), ExpiresAt: timePtr(l.ExpiresAt)}
-		}
-		if d := c.Dead; d != nil {
-			j.DeadGrant = &jsonDead{Error: ptr(d.Error), At: timePtr(d.At), RefreshTokenSHA256: ptr(d.RefreshTokenSHA256)}
-		}
+		v = encodeOAuth(c)
 	case TypeClientCredentials:
-		j.Type = ptr(c.Type)
+		j := clientJSON{Type: c.Type, ServerURL: c.ServerURL}
 		if cl := c.Client; cl != nil {
-			j.ClientID, j.ClientSecret, j.Scope, j.Resource, j.TokenEndpoint = ptr(cl.ClientID), ptr(cl.ClientSecret), ptr(cl.Scope), ptr(cl.Resource), ptr(cl.TokenEndpoint)
+			j.ClientID, j.ClientSecret, j.Scope, j.Resource, j.TokenEndpoint = cl.ClientID, cl.ClientSecret, cl.Scope, cl.Resource, cl.TokenEndpoint
 			if a := cl.Auth; a != nil {
-				j.TokenEndpointAuth = &jsonAuth{Type: ptr(a.Type), PrivateKey: ptr(a.PrivateKey), KeyID: ptr(a.KeyID)}
+				j.TokenEndpointAuth = &keyAuthJSON{Type: a.Type, PrivateKey: ptr(a.PrivateKey), KeyID: ptr(a.KeyID)}
 			}
 		}
+		v = j
+	default:
+		v = staticJSON{ServerURL: c.ServerURL}
 	}
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // strings only: cannot fail
 	}
 	return b
+}
+
+func encodeOAuth(c Credential) oauthJSON {
+	j := oauthJSON{Type: c.Type, ServerURL: c.ServerURL, AccessToken: c.Token, ExpiresAt: timePtr(c.ExpiresAt)}
+	if r := c.Refresh; r != nil {
+		j.Refresh = &refreshJSON{TokenEndpoint: r.TokenEndpoint, ClientID: r.ClientID, RefreshToken: r.RefreshToken,
+			Scope: r.Scope, Resource: r.Resource}
+		if r.Auth.Type != "" && r.Auth.Type != oauth.AuthNone || r.Auth.ClientSecret != "" {
+			j.Refresh.TokenEndpointAuth = &secretAuthJSON{Type: r.Auth.Type, ClientSecret: ptr(r.Auth.ClientSecret)}
+		}
+	}
+	if l := c.Lease; l != nil {
+		j.RefreshLease = &leaseJSON{Holder: l.Holder, ExpiresAt: timePtr(l.ExpiresAt)}
+	}
+	if d := c.Dead; d != nil {
+		j.DeadGrant = &deadJSON{Error: d.Error, At: timePtr(d.At), RefreshTokenSHA256: d.RefreshTokenSHA256}
+	}
+	return j
 }
 
 // Encode returns the vault value holding creds, secrets included, in the
@@ -77,7 +85,7 @@ func encodeDoc(raws []json.RawMessage) []byte {
 	if raws == nil {
 		raws = []json.RawMessage{}
 	}
-	b, err := json.Marshal(jsonDoc{Credentials: &raws})
+	b, err := json.Marshal(docJSON{Credentials: &raws})
 	if err != nil {
 		panic(err) // valid raw JSON only: cannot fail
 	}

@@ -66,15 +66,15 @@ func (r *Resolver) deadErr(id, server string, rf *Refresh, d *DeadGrant) error {
 }
 
 // parseDead checks a stored dead_grant block.
-func parseDead(j *jsonDead) (*DeadGrant, error) {
+func parseDead(j *deadJSON) (*DeadGrant, error) {
 	at, err := parseTime(j.At)
 	switch {
-	case !deadCodeRE.MatchString(str(j.Error)):
+	case !deadCodeRE.MatchString(j.Error):
 		return nil, errors.New("error must be an OAuth error code")
 	case err != nil || at.IsZero():
 		return nil, errors.New("at must be an RFC 3339 time")
-	case !sha256RE.MatchString(str(j.RefreshTokenSHA256)):
+	case !sha256RE.MatchString(j.RefreshTokenSHA256):
 		return nil, errors.New("refresh_token_sha256 must be 64 lower-case hex digits")
 	}
-	return &DeadGrant{Error: *j.Error, At: at, RefreshTokenSHA256: *j.RefreshTokenSHA256}, nil
+	return &DeadGrant{Error: j.Error, At: at, RefreshTokenSHA256: j.RefreshTokenSHA256}, nil
 }

@@ -183,39 +183,20 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 		seen = union(seen, c.secrets())
 		now := o.now()
 		if c.Token != refused && fresh(c, now) {
-			if waited {
-				o.log.LogAttrs(ctx, slog.LevelInfo, "oauth token refreshed by another instance", r.attrs(id, server)...)
-			}
+			r.logWaited(ctx, id, server, waited)
 			return Match{Found: true, VaultID: id, Type: c.Type, ServerURL: serverURL, Token: c.Token, Secrets: seen}, nil
 		}
-		if c.Refresh == nil {
-			why := fmt.Sprintf("the access token expired at %s", c.ExpiresAt.UTC().Format(time.RFC3339))
-			if c.Token == refused {
-				why = "the server refused the access token"
-			}
-			return Match{}, r.credErr(id, server, oauth.Errorf(oauth.KindRefused, "%s and the credential has no refresh block", why))
+		if err := r.refreshable(id, server, c, refused); err != nil {
+			return Match{}, err
 		}
-		if c.Dead.holds(c.Refresh) {
-			return Match{}, r.deadErr(id, server, c.Refresh, c.Dead)
-		}
-		if l := c.Lease; l != nil && l.Holder != holder && now.Before(l.ExpiresAt) {
-			if !waited {
-				o.log.LogAttrs(ctx, slog.LevelInfo, "oauth refresh in progress elsewhere; waiting", append(r.attrs(id, server), slog.Time("lease_expires_at", l.ExpiresAt))...)
+		if c.Lease.heldElsewhere(holder, now) {
+			if err := r.awaitLease(ctx, id, server, c.Lease, waited, delay); err != nil {
+				return Match{}, err
 			}
-			waited = true
-			if err := sleep(ctx, delay); err != nil {
-				return Match{}, r.credErr(id, server, &oauth.Error{Kind: oauth.KindUnavailable, Endpoint: "token endpoint", Detail: "another instance's refresh did not finish within the budget"})
-			}
-			delay = min(2*delay, maxPollDelay)
-			snap = nil
+			waited, delay, snap = true, min(2*delay, maxPollDelay), nil
 			continue
 		}
-		if c.Lease != nil {
-			o.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh lease expired; taking it over", r.attrs(id, server)...)
-		}
-		leased := c
-		leased.Lease = &Lease{Holder: holder, ExpiresAt: now.Add(LeaseTTL).Truncate(time.Second)}
-		next, err := r.swap(ctx, id, snap, i, leased)
+		next, err := r.takeLease(ctx, id, server, snap, i, holder, now)
 		switch {
 		case errors.Is(err, errConflict):
 			snap = nil
@@ -225,6 +206,59 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 		}
 		return r.spend(ctx, id, serverURL, server, c, holder, next, seen)
 	}
+}
+
+// heldElsewhere reports whether l is another holder's lease, unexpired at now.
+func (l *Lease) heldElsewhere(holder string, now time.Time) bool {
+	return l != nil && l.Holder != holder && now.Before(l.ExpiresAt)
+}
+
+// logWaited notes that another instance's refresh served this one, when
+// it waited for it.
+func (r *Resolver) logWaited(ctx context.Context, id, server string, waited bool) {
+	if waited {
+		r.oauth.log.LogAttrs(ctx, slog.LevelInfo, "oauth token refreshed by another instance", r.attrs(id, server)...)
+	}
+}
+
+// takeLease writes a lease for holder on credential i of snap, taking over
+// an expired one, and returns the vault as written; errConflict when the
+// vault changed since snap.
+func (r *Resolver) takeLease(ctx context.Context, id, server string, snap *snapshot, i int, holder string, now time.Time) (*snapshot, error) {
+	leased := snap.creds[i]
+	if leased.Lease != nil {
+		r.oauth.log.LogAttrs(ctx, slog.LevelWarn, "oauth refresh lease expired; taking it over", r.attrs(id, server)...)
+	}
+	leased.Lease = &Lease{Holder: holder, ExpiresAt: now.Add(LeaseTTL).Truncate(time.Second)}
+	return r.swap(ctx, id, snap, i, leased)
+}
+
+// refreshable is nil when c's token may be refreshed: it has a refresh
+// block whose grant is not recorded as dead.
+func (r *Resolver) refreshable(id, server string, c Credential, refused string) error {
+	if c.Refresh == nil {
+		why := fmt.Sprintf("the access token expired at %s", c.ExpiresAt.UTC().Format(time.RFC3339))
+		if c.Token == refused {
+			why = "the server refused the access token"
+		}
+		return r.credErr(id, server, oauth.Errorf(oauth.KindRefused, "%s and the credential has no refresh block", why))
+	}
+	if c.Dead.holds(c.Refresh) {
+		return r.deadErr(id, server, c.Refresh, c.Dead)
+	}
+	return nil
+}
+
+// awaitLease waits delay for another instance's refresh under lease l,
+// logging the first wait; it fails when ctx ends first.
+func (r *Resolver) awaitLease(ctx context.Context, id, server string, l *Lease, waited bool, delay time.Duration) error {
+	if !waited {
+		r.oauth.log.LogAttrs(ctx, slog.LevelInfo, "oauth refresh in progress elsewhere; waiting", append(r.attrs(id, server), slog.Time("lease_expires_at", l.ExpiresAt))...)
+	}
+	if err := sleep(ctx, delay); err != nil {
+		return r.credErr(id, server, &oauth.Error{Kind: oauth.KindUnavailable, Endpoint: "token endpoint", Detail: "another instance's refresh did not finish within the budget"})
+	}
+	return nil
 }
 
 // spend sends c's refresh token, once, while holding the lease, writes the
@@ -239,7 +273,7 @@ func (r *Resolver) spend(ctx context.Context, id, serverURL, server string, c Cr
 	ep := oauth.Endpoint{TokenURL: rf.TokenEndpoint, ClientID: rf.ClientID, Scope: rf.Scope, Resource: rf.Resource,
 		Auth: oauth.Auth{Method: rf.Auth.Type, ClientSecret: rf.Auth.ClientSecret}}
 	tok, terr := o.client.Refresh(tctx, ep, rf.RefreshToken)
-	// The write-back runs within ctx (runner.Credential: the work item's
+	// The write-back runs within ctx (credentials.Credential: the work item's
 	// operation budget): a Secrets Manager that stalls fails this item,
 	// not the invocation.
 	wctx, wcancel := context.WithTimeout(ctx, WriteBackTimeout)

@@ -3,10 +3,10 @@ package vault
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/text"
 )
 
@@ -18,56 +18,39 @@ var ErrBadURL = errors.New("vault: unusable server URL")
 // matching compares: scheme and host lower-cased, a default port (80, 443)
 // dropped and any other port in decimal, the path exactly as written (an
 // empty path is "/"), the query exactly as written, the fragment dropped.
-// User info, a missing host and other schemes are errors wrapping ErrBadURL.
+// A URL guard.CheckURL refuses (user info, no host, another scheme, a port
+// outside 1-65535) or with an empty port is an error wrapping ErrBadURL and
+// guard.ErrBadURL.
 func NormalizeURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := guard.CheckURL(raw, true)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrBadURL, text.ParseError(err))
+		return "", fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
-	scheme := strings.ToLower(u.Scheme)
-	var defaultPort string
-	switch scheme {
-	case "https":
-		defaultPort = "443"
-	case "http":
-		defaultPort = "80"
-	default:
-		return "", fmt.Errorf("%w: scheme must be http or https", ErrBadURL)
-	}
-	if u.Opaque != "" {
-		return "", fmt.Errorf("%w: not a hierarchical URL", ErrBadURL)
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("%w: user info is not allowed", ErrBadURL)
+	if u.Port() == "" && strings.HasSuffix(u.Host, ":") {
+		return "", fmt.Errorf("%w: empty port", ErrBadURL)
 	}
 	host := strings.ToLower(u.Hostname())
-	if host == "" {
-		return "", fmt.Errorf("%w: no host", ErrBadURL)
-	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
 	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("%w: port out of range", ErrBadURL)
-		}
-		if p = strconv.Itoa(n); p != defaultPort {
+		n, _ := strconv.Atoi(p) // 1-65535: guard.CheckURL checked it
+		if p = strconv.Itoa(n); p != defaultPorts[u.Scheme] {
 			host += ":" + p
 		}
-	} else if strings.HasSuffix(u.Host, ":") {
-		return "", fmt.Errorf("%w: empty port", ErrBadURL)
 	}
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	out := scheme + "://" + host + path
+	out := u.Scheme + "://" + host + path
 	if u.RawQuery != "" {
 		out += "?" + u.RawQuery
 	}
 	return out, nil
 }
+
+var defaultPorts = map[string]string{"https": "443", "http": "80"}
 
 // parts splits a normalised URL into origin, path and query.
 func parts(norm string) (origin, path, query string) {

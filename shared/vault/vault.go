@@ -255,24 +255,6 @@ func Parse(data []byte) ([]Credential, error) {
 	return creds, err
 }
 
-// describe names a JSON decoding failure without quoting the input.
-func describe(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("not JSON (syntax error at byte %d)", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q is %s, want %s", typ.Field, typ.Value, typ.Type)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "empty or incomplete JSON"
-	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return "unknown field"
-	default:
-		return "not a credentials object"
-	}
-}
-
 // headerSafe reports whether a token is visible ASCII without spaces.
 func headerSafe(s string) bool {
 	for i := 0; i < len(s); i++ {
