@@ -128,16 +128,16 @@ type Runner struct {
 // NewRunner checks cfg, applies its defaults, and returns a Runner calling p.
 func NewRunner(cfg Config, p Processor) (*Runner, error) {
 	if cfg.Function == "" {
-		return nil, errors.New("work: Config.Function is empty")
+		return nil, errors.New("runner: Config.Function is empty")
 	}
 	if p == nil {
-		return nil, errors.New("work: nil Processor")
+		return nil, errors.New("runner: nil Processor")
 	}
 	if cfg.Concurrency < 0 || cfg.Reserve < 0 || cfg.OperationTimeout < 0 || cfg.MinBudget < 0 || cfg.MemoryBudget < 0 || cfg.ItemBytes < 0 || cfg.CPUSlots < 0 {
-		return nil, errors.New("work: negative Concurrency, MemoryBudget, ItemBytes, CPUSlots, Reserve, OperationTimeout or MinBudget")
+		return nil, errors.New("runner: negative Concurrency, MemoryBudget, ItemBytes, CPUSlots, Reserve, OperationTimeout or MinBudget")
 	}
 	if cfg.DLQURL != "" && cfg.Queue == nil {
-		return nil, errors.New("work: DLQURL set without a Queue client")
+		return nil, errors.New("runner: DLQURL set without a Queue client")
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
