@@ -294,3 +294,9 @@ func Origin(u *url.URL) string {
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
 }
+
+// LogAttrs returns the attributes that name it in a log line: request_id,
+// work_item and server (shared/credentials logs its hints with them).
+func (it *Item) LogAttrs() []slog.Attr {
+	return []slog.Attr{slog.String("request_id", it.RequestID), slog.String("work_item", it.ID), slog.String("server", it.Server())}
+}
