@@ -79,12 +79,6 @@ func skipString(b []byte, i int) int {
 	return -1
 }
 
-// validJSON reports what encoding/json's json.Valid reports: b is one JSON
-// value surrounded by whitespace at most, nested at most maxJSONDepth deep.
-func validJSON(b []byte) bool {
-	return shallow(b) && segjson.Valid(b)
-}
-
 // rpcMessage is the top level of one JSON-RPC message: the raw values of
 // "id", "result" and "error" (the last of each, as a map would keep them),
 // nil when absent.

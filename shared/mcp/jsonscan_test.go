@@ -703,3 +703,9 @@ func FuzzIDKey(f *testing.F) {
 		}
 	})
 }
+
+// validJSON (tests only) pins how the scanner's parts compose: it what encoding/json's json.Valid reports: b is one JSON
+// value surrounded by whitespace at most, nested at most maxJSONDepth deep.
+func validJSON(b []byte) bool {
+	return shallow(b) && segjson.Valid(b)
+}

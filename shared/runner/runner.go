@@ -162,15 +162,15 @@ func NewRunner(cfg Config, p Processor) (*Runner, error) {
 		cfg:     cfg,
 		proc:    p,
 		metrics: &metrics{w: cfg.Metrics, function: cfg.Function},
-		slots:   make(chan struct{}, slotCount(cfg.Concurrency, cfg.MemoryBudget, cfg.ItemBytes)),
+		slots:   make(chan struct{}, SlotCount(cfg.Concurrency, cfg.MemoryBudget, cfg.ItemBytes)),
 		cpu:     newCPUGate(cfg.CPUSlots),
 		shares:  splitReserve(cfg.Reserve),
 	}, nil
 }
 
-// slotCount is how many items may run at once: concurrency, bounded by
+// SlotCount is how many items may run at once: concurrency, bounded by
 // how many item shares the memory budget holds, and at least one.
-func slotCount(concurrency int, budget, share int64) int {
+func SlotCount(concurrency int, budget, share int64) int {
 	if budget <= 0 {
 		return concurrency
 	}

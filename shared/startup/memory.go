@@ -36,9 +36,6 @@ func PlanMemory(mb int) Memory {
 	return Memory{MB: mb, SoftLimit: soft, Budget: max(soft-Baseline, 0)}
 }
 
-// Slots is how many work items fit the budget at once, at least one.
-func (m Memory) Slots() int { return int(max(1, m.Budget/runner.ItemBytes)) }
-
 // CPU is the instance's CPU share in vCPUs: Lambda gives one per
 // runner.MBPerVCPU megabytes (512 MB: about 0.29).
 func (m Memory) CPU() float64 { return float64(m.MB) / runner.MBPerVCPU }

@@ -2,10 +2,13 @@ package startup
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpfn/mcpfn/shared/runner"
 )
 
 // TestSizingTable checks each row of docs/operations.md's sizing table
@@ -33,7 +36,7 @@ func TestSizingTable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("row %q: MemorySize %q", line, cells[0])
 		}
-		slots := PlanMemory(mb).Slots()
+		slots := runner.SlotCount(math.MaxInt, PlanMemory(mb).Budget, runner.ItemBytes)
 		want := []string{fmt.Sprintf("%.2f", float64(mb)/1769), strconv.Itoa(slots), strconv.Itoa(min(slots, 10))}
 		if got := cells[1:]; strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("row %d MB: vCPU, slots, BatchSize = %q, want %q", mb, got, want)
