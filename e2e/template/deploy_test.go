@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/mcpfn/mcpfn/shared/startup"
 )
 
 // TestGradualDeployment: both functions publish the alias live, roll out
@@ -171,7 +169,7 @@ func TestMemorySizeGivesEveryRecordASlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slots := startup.PlanMemory(int(mb)).Slots(); slots < int(batch) {
+	if slots := slotsAt(mb); slots < int(batch) {
 		t.Errorf("MemorySize default %v MB gives %d slots, want at least the batch size %v", mb, slots, batch)
 	}
 	if lo, hi := path(d, "Parameters", "MemorySize", "MinValue"), path(d, "Parameters", "MemorySize", "MaxValue"); lo != 128 || hi != 10240 {

@@ -1,14 +1,22 @@
 package template
 
 import (
+	"math"
 	"testing"
 
+	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/startup"
 )
 
 // sqsDefaultBatchSize is the BatchSize of an SQS event without one (SAM and
 // Lambda's default).
 const sqsDefaultBatchSize = 10
+
+// slotsAt is how many work items fit at once at a MemorySize of mb: the
+// runner's slot formula over startup's memory budget, with no concurrency cap.
+func slotsAt(mb float64) int {
+	return runner.SlotCount(math.MaxInt, startup.PlanMemory(int(mb)).Budget, runner.ItemBytes)
+}
 
 // TestDefaultBatchFitsTheMemory pins the sizing at the template's defaults:
 // each function a queue feeds has, at its default MemorySize, a work slot
@@ -36,7 +44,7 @@ func TestDefaultBatchFitsTheMemory(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s MemorySize: %v", name, err)
 			}
-			if slots := startup.PlanMemory(int(mb)).Slots(); float64(slots) < batch {
+			if slots := slotsAt(mb); float64(slots) < batch {
 				t.Errorf("%s: MemorySize %v MB gives %d slots for a default batch of %v records (docs/operations.md, sizing)", name, mb, slots, batch)
 			}
 			conc, err := d.number(d.functionProp(fn, "Environment", "Variables", startup.EnvBatchConcurrency), atDefault)
