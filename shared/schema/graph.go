@@ -122,102 +122,146 @@ type graph struct {
 // an $id or an anchor declared twice (compile; jsonschema-go lets a second
 // anchor pass, TestJSONSchemaGoAcceptsDuplicateAnchors).
 func index(root any) (*graph, error) {
-	g := &graph{
-		nodes:   map[string]*node{},
-		anchors: map[string]map[string]string{},
-		dynamic: map[string][]string{},
+	x := &indexer{
+		graph: &graph{
+			nodes:   map[string]*node{},
+			anchors: map[string]map[string]string{},
+			dynamic: map[string][]string{},
+		},
+		ids: map[string]bool{},
 	}
-	ids := map[string]bool{}
-	var walk func(v any, path, base string, baseURI *url.URL) error
-	walk = func(v any, path, base string, baseURI *url.URL) error {
-		g.nodes[path] = &node{schema: v, base: base}
-		s, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		if id, _ := s["$id"].(string); id != "" {
-			u, err := url.Parse(id)
-			if err != nil {
-				return refuse(ruleCompile, "$id %q at %s: %s", id, pointer(path), err)
-			}
-			if u = baseURI.ResolveReference(u); ids[u.String()] {
-				return refuse(ruleCompile, "$id %q at %s names a schema named before", id, pointer(path))
-			}
-			ids[u.String()] = true
-			base, baseURI = path, u
-			g.nodes[path].base = base
-		}
-		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
-			a, _ := s[k].(string)
-			if a == "" {
-				continue
-			}
-			if g.anchors[base] == nil {
-				g.anchors[base] = map[string]string{}
-			}
-			if at, ok := g.anchors[base][a]; ok && at != path {
-				return refuse(ruleCompile, "anchor %q at %s is declared before in the same resource", a, pointer(path))
-			}
-			g.anchors[base][a] = path
-			if k == "$dynamicAnchor" {
-				g.dynamic[a] = append(g.dynamic[a], path)
-			}
-		}
-		// jsonschema-go compiles these with Go's regexp; so does Check,
-		// for schemas it does not hand to jsonschema-go.
-		if p, ok := s["pattern"].(string); ok {
-			if _, err := regexp.Compile(p); err != nil {
-				return refuse(ruleCompile, "pattern at %s: %s", pointer(path), err)
-			}
-		}
-		if pp, ok := s["patternProperties"].(map[string]any); ok {
-			for _, p := range slices.Sorted(maps.Keys(pp)) {
-				if _, err := regexp.Compile(p); err != nil {
-					return refuse(ruleCompile, "patternProperties at %s: %s", pointer(path), err)
-				}
-			}
-		}
-		var err error
-		children(s, func(c any, how applies, segs ...string) {
-			if err != nil {
-				return
-			}
-			p := path
-			for _, seg := range segs {
-				p += "/" + escape(seg)
-			}
-			if err = walk(c, p, base, baseURI); err == nil && how == inPlace {
-				g.nodes[path].next = append(g.nodes[path].next, p)
-			}
-		})
-		return err
-	}
-	if err := walk(root, "", "", &url.URL{}); err != nil {
+	if err := x.walk(root, "", "", &url.URL{}); err != nil {
 		return nil, err
 	}
-	// In path order, so the reference named is the same every time.
-	for _, path := range slices.Sorted(maps.Keys(g.nodes)) {
-		n := g.nodes[path]
+	if err := x.link(); err != nil {
+		return nil, err
+	}
+	return x.graph, nil
+}
+
+// indexer is index's state while it walks: the graph so far and the
+// resolved $id URIs seen.
+type indexer struct {
+	*graph
+	ids map[string]bool
+}
+
+// walk records the schema v at path and everything under it.
+func (x *indexer) walk(v any, path, base string, baseURI *url.URL) error {
+	x.nodes[path] = &node{schema: v, base: base}
+	s, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	base, baseURI, err := x.declareID(s, path, base, baseURI)
+	if err != nil {
+		return err
+	}
+	if err := x.declareAnchors(s, path, base); err != nil {
+		return err
+	}
+	if err := compilePatterns(s, path); err != nil {
+		return err
+	}
+	children(s, func(c any, how applies, segs ...string) {
+		if err != nil {
+			return
+		}
+		p := path
+		for _, seg := range segs {
+			p += "/" + escape(seg)
+		}
+		if err = x.walk(c, p, base, baseURI); err == nil && how == inPlace {
+			x.nodes[path].next = append(x.nodes[path].next, p)
+		}
+	})
+	return err
+}
+
+// declareID makes the schema at path a new base when it has an $id, and
+// returns the base its subschemas resolve against.
+func (x *indexer) declareID(s map[string]any, path, base string, baseURI *url.URL) (string, *url.URL, error) {
+	id, _ := s["$id"].(string)
+	if id == "" {
+		return base, baseURI, nil
+	}
+	u, err := url.Parse(id)
+	if err != nil {
+		return "", nil, refuse(ruleCompile, "$id %q at %s: %s", id, pointer(path), err)
+	}
+	if u = baseURI.ResolveReference(u); x.ids[u.String()] {
+		return "", nil, refuse(ruleCompile, "$id %q at %s names a schema named before", id, pointer(path))
+	}
+	x.ids[u.String()] = true
+	x.nodes[path].base = path
+	return path, u, nil
+}
+
+// declareAnchors records the schema's $anchor and $dynamicAnchor within
+// its base, refusing one declared twice.
+func (x *indexer) declareAnchors(s map[string]any, path, base string) error {
+	for _, k := range []string{"$anchor", "$dynamicAnchor"} {
+		a, _ := s[k].(string)
+		if a == "" {
+			continue
+		}
+		if x.anchors[base] == nil {
+			x.anchors[base] = map[string]string{}
+		}
+		if at, ok := x.anchors[base][a]; ok && at != path {
+			return refuse(ruleCompile, "anchor %q at %s is declared before in the same resource", a, pointer(path))
+		}
+		x.anchors[base][a] = path
+		if k == "$dynamicAnchor" {
+			x.dynamic[a] = append(x.dynamic[a], path)
+		}
+	}
+	return nil
+}
+
+// compilePatterns refuses a pattern or patternProperties key that Go's
+// regexp does not compile: jsonschema-go compiles these with it, and so
+// does Check for schemas it does not hand to jsonschema-go.
+func compilePatterns(s map[string]any, path string) error {
+	if p, ok := s["pattern"].(string); ok {
+		if _, err := regexp.Compile(p); err != nil {
+			return refuse(ruleCompile, "pattern at %s: %s", pointer(path), err)
+		}
+	}
+	pp, _ := s["patternProperties"].(map[string]any)
+	for _, p := range slices.Sorted(maps.Keys(pp)) {
+		if _, err := regexp.Compile(p); err != nil {
+			return refuse(ruleCompile, "patternProperties at %s: %s", pointer(path), err)
+		}
+	}
+	return nil
+}
+
+// link adds each $ref and $dynamicRef as an edge, in path order so the
+// reference named in a refusal is the same every time.
+func (x *indexer) link() error {
+	for _, path := range slices.Sorted(maps.Keys(x.nodes)) {
+		n := x.nodes[path]
 		s, _ := n.schema.(map[string]any)
 		for _, k := range []string{"$ref", "$dynamicRef"} {
 			ref, _ := s[k].(string)
 			if ref == "" {
 				continue
 			}
-			g.refs++
-			t, frag, err := g.target(path, ref)
+			x.refs++
+			t, frag, err := x.target(path, ref)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			n.next = append(n.next, t)
 			if k == "$dynamicRef" && frag != "" && !strings.HasPrefix(frag, "/") {
 				// At validation time a $dynamicRef may land on any schema
 				// with its anchor: follow them all.
-				n.next = append(n.next, g.dynamic[frag]...)
+				n.next = append(n.next, x.dynamic[frag]...)
 			}
 		}
 	}
-	return g, nil
+	return nil
 }
 
 // target returns the path of the schema that ref, held by the schema at
