@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -106,65 +107,28 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	if s.SecretsPrefix == "" {
 		s.SecretsPrefix = DefaultSecretsPrefix
 	}
-	var errs []error
-	var names []string
-	bad := func(name, format string, args ...any) {
-		names = append(names, name)
-		errs = append(errs, fmt.Errorf("%s=%q: %s", name, getenv(name), fmt.Sprintf(format, args...)))
-	}
+	r := &envReader{getenv: getenv}
 	for _, name := range []string{EnvDLQURL, EnvDiscoverQueueURL} {
-		if v := getenv(name); v != "" {
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				bad(name, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
-			}
-		}
+		r.queueURL(name)
 	}
 	if s.SealKeyID == "" && s.CatalogTable != "" && s.DiscoverQueueURL != "" {
-		bad(EnvSealKeyID, "required with %s and %s: the KMS key that seals the server URLs of scheduled catalogs", EnvCatalogTable, EnvDiscoverQueueURL)
+		r.bad(EnvSealKeyID, "required with %s and %s: the KMS key that seals the server URLs of scheduled catalogs", EnvCatalogTable, EnvDiscoverQueueURL)
 	}
-	if v := getenv(EnvTaskPollMin); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || time.Duration(n)*time.Second > MaxTaskPollMin {
-			bad(EnvTaskPollMin, "want whole seconds from 1 to %d", int(MaxTaskPollMin/time.Second))
-		}
-		s.TaskPollMin = time.Duration(n) * time.Second
-	}
-	if v := getenv(EnvMaxResultBytes); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < MinMaxResultBytes || n > MaxMaxResultBytes {
-			bad(EnvMaxResultBytes, "want an integer from %d to %d", MinMaxResultBytes, MaxMaxResultBytes)
-		}
-		s.MaxResultBytes = n
-	}
-	if v := getenv(EnvBatchConcurrency); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxConcurrency {
-			bad(EnvBatchConcurrency, "want an integer from 1 to %d", MaxConcurrency)
-		}
-		s.Concurrency = n
-	}
-	if v := getenv(EnvReserve); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			bad(EnvReserve, "want a positive Go duration such as 5s")
-		}
-		s.Reserve = d
-	}
-	if v := getenv(EnvOperationTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < runner.DefaultMinBudget || d > MaxOperationTimeout {
-			bad(EnvOperationTimeout, "want a Go duration from %s to %s", runner.DefaultMinBudget, MaxOperationTimeout)
-		}
-		s.OperationTimeout = d
-	}
+	pollMin := int(s.TaskPollMin / time.Second)
+	r.integer(EnvTaskPollMin, &pollMin, 1, int(MaxTaskPollMin/time.Second), "want whole seconds from 1 to %d", int(MaxTaskPollMin/time.Second))
+	s.TaskPollMin = time.Duration(pollMin) * time.Second
+	r.integer(EnvMaxResultBytes, &s.MaxResultBytes, MinMaxResultBytes, MaxMaxResultBytes, "want an integer from %d to %d", MinMaxResultBytes, MaxMaxResultBytes)
+	r.integer(EnvBatchConcurrency, &s.Concurrency, 1, MaxConcurrency, "want an integer from 1 to %d", MaxConcurrency)
+	r.duration(EnvReserve, &s.Reserve, time.Nanosecond, time.Duration(math.MaxInt64), "want a positive Go duration such as 5s")
+	r.duration(EnvOperationTimeout, &s.OperationTimeout, runner.DefaultMinBudget, MaxOperationTimeout, "want a Go duration from %s to %s", runner.DefaultMinBudget, MaxOperationTimeout)
 	if mb, err := parseMemoryMB(getenv(EnvMemorySize)); err != nil {
-		bad(EnvMemorySize, "%v", err)
+		r.bad(EnvMemorySize, "%v", err)
 	} else {
 		s.Memory = PlanMemory(mb)
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			bad(EnvLogLevel, "want debug, info, warn or error")
+			r.bad(EnvLogLevel, "want debug, info, warn or error")
 		}
 	}
 	switch v := getenv(EnvLocal); v {
@@ -172,19 +136,74 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 	case "1":
 		s.Local = true
 	default:
-		bad(EnvLocal, "want 1 (a local run) or nothing")
+		r.bad(EnvLocal, "want 1 (a local run) or nothing")
 	}
 	s.InLambda = getenv(EnvFunctionName) != ""
-	if len(errs) == 0 {
+	if len(r.errs) == 0 {
 		for _, c := range checkCombinations(s, getenv) {
-			names = append(names, c.names...)
-			errs = append(errs, c.err)
+			r.names = append(r.names, c.names...)
+			r.errs = append(r.errs, c.err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return Settings{}, &ConfigError{Variables: unique(names), Err: fmt.Errorf("configuration: %w", err)}
+	if err := errors.Join(r.errs...); err != nil {
+		return Settings{}, &ConfigError{Variables: unique(r.names), Err: fmt.Errorf("configuration: %w", err)}
 	}
 	return s, nil
+}
+
+// envReader reads variables through getenv and collects every refusal,
+// so one start-up names all the bad variables at once.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+	names  []string
+}
+
+// bad records a refusal of the variable name and its value.
+func (r *envReader) bad(name, format string, args ...any) {
+	r.names = append(r.names, name)
+	r.errs = append(r.errs, fmt.Errorf("%s=%q: %s", name, r.getenv(name), fmt.Sprintf(format, args...)))
+}
+
+// queueURL refuses name when it is set and not a queue's http(s) URL.
+func (r *envReader) queueURL(name string) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		r.bad(name, "want the queue's URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
+	}
+}
+
+// integer sets *dst to name's value when it is set and an integer from lo
+// to hi; otherwise it refuses it with want.
+func (r *envReader) integer(name string, dst *int, lo, hi int, want string, args ...any) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.bad(name, want, args...)
+		return
+	}
+	*dst = n
+}
+
+// duration sets *dst to name's value when it is set and a Go duration
+// from lo to hi; otherwise it refuses it with want.
+func (r *envReader) duration(name string, dst *time.Duration, lo, hi time.Duration, want string, args ...any) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		r.bad(name, want, args...)
+		return
+	}
+	*dst = d
 }
 
 // ConfigError is an init failure the configuration causes: Variables names
