@@ -30,7 +30,7 @@ lint: lint-go $(LINT_TARGETS) ## gofmt, go vet, staticcheck, go mod verify, cfn-
 bench: $(BENCH_TARGETS) ## run the benchmarks and rewrite docs/benchmarks.md
 
 test-go: tools
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 lint-go: tools
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

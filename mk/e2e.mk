@@ -24,4 +24,4 @@ $(E2E_STAMP): $(E2E_DIR)/package.json $(E2E_DIR)/package-lock.json
 # event, wire error types, deadlines) run in test-go, which `make test` runs
 # first.
 test-e2e: e2e-deps tools ## the state machines in aws-local-stepfunctions (part of make test)
-	MCPFN_E2E_NODE=$(E2E_NODE) $(GO) test -count=1 -run 'TestStateMachine' ./$(E2E_DIR)/
+	MCPFN_E2E_NODE=$(E2E_NODE) $(GO) test -count=1 -timeout 25m -run 'TestStateMachine' ./$(E2E_DIR)/

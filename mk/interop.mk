@@ -24,7 +24,7 @@ $(INTEROP_STAMP): $(INTEROP_DIR)/package.json $(INTEROP_DIR)/package-lock.json
 # interop runs the conformance suite (checked against its baselines and
 # docs/conformance.md) and the independent-server tests.
 interop: $(INTEROP_STAMP) ## the MCP conformance suite and independent MCP servers (part of make test)
-	MCPFN_INTEROP=1 $(GO) test -race -count=1 ./$(INTEROP_DIR)/
+	MCPFN_INTEROP=1 $(GO) test -race -count=1 -timeout 25m ./$(INTEROP_DIR)/
 
 # conformance-doc reruns the conformance suite and rewrites docs/conformance.md.
 conformance-doc: $(INTEROP_STAMP) ## rerun the conformance suite and rewrite docs/conformance.md
