@@ -164,13 +164,9 @@ func (d *Dynamo) Begin(ctx context.Context, key string) (Entry, error) {
 // succeeds. An outcome over MaxOutcomeBytes is ErrTooLarge. The record
 // expires after Retention.
 func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
-	pk, err := storedKey(key)
+	pk, owner, err := d.held(key)
 	if err != nil {
 		return err
-	}
-	owner, ok := d.holds.get(key)
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
 	body, err := encodeOutcome(key, o)
 	if err != nil {
@@ -193,17 +189,26 @@ func (d *Dynamo) Complete(ctx context.Context, key string, o Outcome) error {
 	return d.settle(ctx, key, pk, owner, "complete", err)
 }
 
+// held returns key's stored key and the lease this value holds on it, or
+// ErrNotOwner when it holds none.
+func (d *Dynamo) held(key string) (pk, owner string, err error) {
+	if pk, err = storedKey(key); err != nil {
+		return "", "", err
+	}
+	owner, ok := d.holds.get(key)
+	if !ok {
+		return "", "", fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
+	}
+	return pk, owner, nil
+}
+
 // Release deletes key's record so a redelivery can run the call, provided
 // this value still holds the lease (else ErrNotOwner). A record already
 // gone counts as released: a redelivery can run either way.
 func (d *Dynamo) Release(ctx context.Context, key string) error {
-	pk, err := storedKey(key)
+	pk, owner, err := d.held(key)
 	if err != nil {
 		return err
-	}
-	owner, ok := d.holds.get(key)
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
 	if raw := d.holds.pendingOf(key); raw != "" {
 		return d.suspend(ctx, key, pk, owner, raw, "release")

@@ -21,13 +21,9 @@ const attrPrevOwner = "prev_owner"
 // lease and returns p in Entry.Pending; two Begins at once get one lease
 // and one ErrInProgress. p's JSON over MaxOutcomeBytes is ErrTooLarge.
 func (d *Dynamo) Suspend(ctx context.Context, key string, p Pending) error {
-	pk, err := storedKey(key)
+	pk, owner, err := d.held(key)
 	if err != nil {
 		return err
-	}
-	owner, ok := d.holds.get(key)
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotOwner, ref(key))
 	}
 	body, err := encodePending(key, p)
 	if err != nil {
