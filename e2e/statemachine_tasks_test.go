@@ -270,3 +270,49 @@ func TestStateMachinePendingGivesUp(t *testing.T) {
 		})
 	}
 }
+
+// TestStateMachineExpressHandsOver: the Express machine ends a call the
+// server turned into a task with {"call", "pending"}: the call request with
+// the Express key set, and the pending answer. CallStateMachine started
+// with that call continues the same task to its result: no second
+// tools/call.
+func TestStateMachineExpressHandsOver(t *testing.T) {
+	node(t)
+	url, counters := taskServer(t, &mcptest.Tasks{Polls: 1})
+	s := newStack(t, stackOptions{allow: []string{allowOnly(t, url)}, env: []string{"MCPFN_TASK_POLL_MIN_SECONDS=1"}})
+	input := map[string]any{"server_url": url, "tool_name": mcptest.ToolTaskSleep, "arguments": map[string]any{"for": "hand-over"}}
+	execName := "handover-1"
+	express := runMachine(t, machineRun{name: "call-express", execName: execName, input: input, tasks: callTasks(s.call.URL())})
+	if express.Status != "SUCCEEDED" {
+		t.Fatalf("express execution %s: %s: %s", express.Status, express.Error, express.Cause)
+	}
+	var out struct {
+		Call    map[string]any  `json:"call"`
+		Pending json.RawMessage `json:"pending"`
+	}
+	decode(t, express.Output, &out)
+	wantCall := map[string]any{"server_url": url, "tool_name": mcptest.ToolTaskSleep, "arguments": map[string]any{"for": "hand-over"},
+		"idempotency_key": "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-call-express:" + execName}
+	if !jsonEqual(t, out.Call, wantCall) || !strings.HasPrefix(string(out.Pending), `{"type":"mcp_call_pending","status":"working","poll_after_seconds":1`) {
+		t.Fatalf("hand-over %s, want call %v and the pending answer", express.Output, wantCall)
+	}
+	if got := entered(express); !slices.Equal(got, []string{"Prepare", "CallTool", "Route", "HandOver"}) {
+		t.Errorf("express states entered %v", got)
+	}
+
+	ex := runMachine(t, machineRun{name: "call", input: out.Call, tasks: callTasks(s.call.URL()), waitMs: new(int)})
+	if ex.Status != "SUCCEEDED" {
+		t.Fatalf("call execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
+	}
+	checkToolResult(t, ex.Output, "", false, "task_sleep: done")
+	if n, g := countMethod(counters, "tools/call"), countMethod(counters, "tasks/get"); n != 1 || g != 2 {
+		t.Errorf("methods %v, want 1 tools/call (the Express one) and 2 tasks/get", counters.Methods())
+	}
+	var sent struct {
+		Key string `json:"idempotency_key"`
+	}
+	decode(t, ex.Invocations[0].Payload, &sent)
+	if sent.Key != wantCall["idempotency_key"] {
+		t.Errorf("the Standard execution keyed the call %q, want the hand-over's %q", sent.Key, wantCall["idempotency_key"])
+	}
+}
