@@ -131,6 +131,20 @@ var eventChecks = map[string]eventCheck{
 	"call-direct-no-catalog.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
 		checkToolResult(t, res.Payload, "toolu_01WordStats0000000000000", false, "4 words, 18 characters, 2 lines")
 	}},
+	// The continuation samples against a server and a key with no pending
+	// call (functions/call's golden test gives them one): a poll is a plain
+	// call, input responses and a cancel are refused.
+	"call-pending-poll.json": {check: func(t *testing.T, _ *stack, _ string, res rietest.Result, _ []runnertest.TaskReport) {
+		checkToolResult(t, res.Payload, "", false, "42")
+	}},
+	"call-input-responses.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
+	"call-cancel.json": {
+		errorType: "invalid_request_error",
+		logged:    []string{"invalid_request_error"},
+	},
 	"call-malformed-arguments-not-object.json": {
 		errorType: "invalid_request_error",
 		logged:    []string{"invalid_request_error"},

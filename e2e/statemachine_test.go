@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,8 +21,17 @@ import (
 
 // substitutions stand in for the template's DefinitionSubstitutions.
 var substitutions = map[string]string{
-	"DiscoverFunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-discover",
-	"CallFunctionArn":     "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-call",
+	"DiscoverFunctionArn":   "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-discover",
+	"CallFunctionArn":       "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-call",
+	"InputRequestsQueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/mcpfn-InputRequestsQueue",
+	"MaxCallWaitSeconds":    "86400",
+	"InputTimeoutSeconds":   "86400",
+}
+
+// callTasks maps every Task state of the call machines that invokes the
+// call function to url.
+func callTasks(url string) map[string]string {
+	return map[string]string{"CallTool": url, "AnswerTool": url, "Cancel": url}
 }
 
 // execution is what e2e/sfn/run.mjs prints, and the execution ARN
@@ -87,22 +97,53 @@ func runStateMachine(t *testing.T, name string, input any, tasks map[string]stri
 // asynchronous execution at least once) or a caller retrying a start.
 func runStateMachineAs(t *testing.T, name, execName string, input any, tasks map[string]string) execution {
 	t.Helper()
+	return runMachine(t, machineRun{name: name, execName: execName, input: input, tasks: tasks})
+}
+
+// machineRun is one run of a state machine: runStateMachineAs's arguments,
+// plus stand-ins for queues (e2e/sfn/run.mjs), substitutions that differ
+// from substitutions, and a wait override (nil: Wait states wait).
+type machineRun struct {
+	name, execName string
+	input          any
+	tasks, queues  map[string]string
+	subs           map[string]string
+	waitMs         *int
+}
+
+// taskToken is the $$.Task.Token every run's waitForTaskToken states see.
+const taskToken = "AAAA-task-token-of-the-e2e-run"
+
+func runMachine(t *testing.T, r machineRun) execution {
+	t.Helper()
 	nodeBin := node(t)
+	name, execName := r.name, r.execName
+	if execName == "" {
+		execName = rand.Text()
+	}
+	subs := maps.Clone(substitutions)
+	maps.Copy(subs, r.subs)
 	id := "arn:aws:states:us-east-1:123456789012:execution:mcpfn-" + name + ":" + execName
-	cfg := mustJSON(t, map[string]any{
+	cfg := map[string]any{
 		"definition":    "../statemachine/" + name + ".asl.json",
-		"substitutions": substitutions,
-		"input":         input,
-		"tasks":         tasks,
+		"substitutions": subs,
+		"input":         r.input,
+		"tasks":         r.tasks,
+		"queues":        r.queues,
 		"context": map[string]any{
 			"Execution":    map[string]any{"Id": id, "Name": execName},
 			"StateMachine": map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-" + name, "Name": "mcpfn-" + name},
+			"Task":         map[string]any{"Token": taskToken},
 		},
-	})
+	}
+	if r.waitMs != nil {
+		cfg["waitMs"] = *r.waitMs
+	}
+	input := mustJSON(t, cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin, "sfn/run.mjs")
-	cmd.Stdin = bytes.NewReader(cfg)
+	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -214,7 +255,7 @@ func TestStateMachineHappyPath(t *testing.T) {
 	ex = runStateMachine(t, "call", map[string]any{
 		"server_url": example, "tool_name": "calculate", "arguments": map[string]any{"op": "multiply", "a": 6, "b": 7},
 		"tool_use_id": "toolu_sfn_happy", "catalog_id": "example",
-	}, map[string]string{"CallTool": s.call.URL()})
+	}, callTasks(s.call.URL()))
 	if ex.Status != "SUCCEEDED" {
 		t.Fatalf("call execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
 	}
@@ -233,7 +274,7 @@ func TestStateMachineRetriesConnectionFailure(t *testing.T) {
 	ex := runStateMachine(t, "call", map[string]any{
 		"server_url": server, "tool_name": "echo", "arguments": map[string]any{"text": "second time lucky"},
 		"tool_use_id": "toolu_sfn_retry",
-	}, map[string]string{"CallTool": s.call.URL()})
+	}, callTasks(s.call.URL()))
 	if ex.Status != "SUCCEEDED" {
 		t.Fatalf("call execution %s: %s: %s", ex.Status, ex.Error, ex.Cause)
 	}
@@ -262,7 +303,7 @@ func TestStateMachineCatchesTerminalAuthFailure(t *testing.T) {
 	ex := runStateMachine(t, "call", map[string]any{
 		"server_url": locked.URL, "tool_name": "echo", "arguments": map[string]any{"text": "x"},
 		"tool_use_id": "toolu_sfn_auth",
-	}, map[string]string{"CallTool": s.call.URL()})
+	}, callTasks(s.call.URL()))
 	if ex.Status != "FAILED" || ex.Error != "mcp_authentication_failed_error" {
 		t.Fatalf("call execution %s with error %q, want FAILED with mcp_authentication_failed_error", ex.Status, ex.Error)
 	}
@@ -290,8 +331,9 @@ func TestStateMachineCatchesTerminalAuthFailure(t *testing.T) {
 }
 
 // TestStateMachineShortCallTransitions pins what a short call costs in each
-// call machine: one state entered (CallTool), the only transition Standard
-// bills, and the execution-keyed at-most-once: the same execution run again
+// call machine: four states entered (Prepare, CallTool, Route, Done), the
+// four transitions Standard bills (docs/operations.md, cost), and the
+// execution-keyed at-most-once: the same execution run again
 // replays the recorded result without calling the tool, a new execution
 // calls it again. Without tool_use_id the machine's idempotency_key is the
 // call's key.
@@ -302,7 +344,7 @@ func TestStateMachineShortCallTransitions(t *testing.T) {
 			server := mcptest.NewServer(t, mcptest.Options{Stateless: true})
 			s := newStack(t, stackOptions{allow: []string{allowOnly(t, server.URL)}})
 			input := map[string]any{"server_url": server.URL, "tool_name": "echo", "arguments": map[string]any{"text": "once"}}
-			tasks := map[string]string{"CallTool": s.call.URL()}
+			tasks := callTasks(s.call.URL())
 			name := rand.Text()
 			var outputs []string
 			for _, execName := range []string{name, name, rand.Text()} {
@@ -317,8 +359,8 @@ func TestStateMachineShortCallTransitions(t *testing.T) {
 						entered = append(entered, ev.State)
 					}
 				}
-				if !slices.Equal(entered, []string{"CallTool"}) {
-					t.Errorf("states entered %v, want [CallTool]: one transition per short call", entered)
+				if want := []string{"Prepare", "CallTool", "Route", "Done"}; !slices.Equal(entered, want) {
+					t.Errorf("states entered %v, want %v: four transitions per short call", entered, want)
 				}
 				wantKey := ex.ID // Standard: the execution ARN
 				if machine == "call-express" {

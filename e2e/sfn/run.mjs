@@ -4,6 +4,7 @@
 //
 // stdin: {"definition": path, "substitutions": {name: value},
 //         "input": any, "tasks": {stateName: rieInvocationURL},
+//         "queues": {stateName: standInURL}, "waitMs": number,
 //         "context": the Context Object ($$), e.g. {"Execution": {"Id"}}}
 // stdout: {"status": "SUCCEEDED"|"FAILED", "output", "error", "cause",
 //          "events": [{"type", "state", "error", "cause", "errorEquals",
@@ -15,7 +16,14 @@
 // Cause for a Lambda Task. A Task whose Resource is the optimized
 // arn:aws:states:::lambda:invoke integration sends its Payload and gets
 // {"StatusCode": 200, "Payload": <answer>}, as Step Functions does. Retry
-// waits are overridden to 0 ms.
+// waits are overridden to 0 ms, and every Wait state's to waitMs when set.
+//
+// A Task state named in "queues" (an sqs:sendMessage.waitForTaskToken) POSTs
+// its Parameters ({QueueUrl, MessageBody}) to a stand-in for the queue and
+// the platform reading it: a 200 answer's JSON body is the task's output,
+// as SendTaskSuccess gives it; any other answer, {"error", "cause"}, fails
+// the task as SendTaskFailure does. A stand-in that does not answer lets
+// the state's timeout fire (States.Timeout).
 import { readFileSync } from 'node:fs';
 import { StateMachine } from 'aws-local-stepfunctions';
 
@@ -25,6 +33,16 @@ for (const [name, value] of Object.entries(config.substitutions ?? {})) {
   text = text.replaceAll('${' + name + '}', value);
 }
 const definition = JSON.parse(text);
+
+// Step Functions reads TimeoutSecondsPath from the state's input; the
+// interpreter reads it from the Parameters' output. Carry the value there
+// as __timeout_seconds, which the queue handlers below drop again.
+for (const state of Object.values(definition.States)) {
+  if (state.Type === 'Task' && state.TimeoutSecondsPath && state.Parameters) {
+    state.Parameters['__timeout_seconds.$'] = state.TimeoutSecondsPath;
+    state.TimeoutSecondsPath = '$.__timeout_seconds';
+  }
+}
 
 // The RIE crashes on concurrent invocations: one at a time per URL.
 const tails = new Map();
@@ -81,9 +99,27 @@ for (const [state, url] of Object.entries(config.tasks ?? {})) {
   retryIntervalOverrides[state] = 0;
 }
 
+for (const [state, url] of Object.entries(config.queues ?? {})) {
+  taskResourceLocalHandlers[state] = async ({ __timeout_seconds, ...input }) => {
+    const res = await fetch(url, { method: 'POST', body: JSON.stringify(record(state, input)) });
+    const body = await res.text();
+    if (res.status !== 200) {
+      const failure = JSON.parse(body);
+      throw Object.assign(new Error(failure.cause ?? ''), { name: failure.error ?? 'States.TaskFailed' });
+    }
+    return JSON.parse(body);
+  };
+}
+const waitTimeOverrides = {};
+if (config.waitMs !== undefined) {
+  for (const [name, state] of Object.entries(definition.States)) {
+    if (state.Type === 'Wait') waitTimeOverrides[name] = config.waitMs;
+  }
+}
+
 const machine = new StateMachine(definition);
 const execution = machine.run(config.input, {
-  overrides: { taskResourceLocalHandlers, retryIntervalOverrides },
+  overrides: { taskResourceLocalHandlers, retryIntervalOverrides, waitTimeOverrides },
   context: config.context,
 });
 
@@ -108,4 +144,5 @@ try {
   out.error ??= err.name;
   out.cause ??= err.message;
 }
-process.stdout.write(JSON.stringify(out) + '\n');
+// A stand-in that never answered still holds a request open: exit anyway.
+process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));

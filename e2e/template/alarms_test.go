@@ -55,12 +55,14 @@ func TestAlarms(t *testing.T) {
 	d := realTemplate(t)
 	internal := string(wire.Internal)
 	want := map[string][]metricOf{
-		"DiscoverDLQAlarm":         {{"AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"QueueName": getAtt("DiscoverDLQ", "QueueName")}}},
-		"CallDLQAlarm":             {{"AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"QueueName": getAtt("CallDLQ", "QueueName")}}},
-		"DiscoverQueueAgeAlarm":    {{"AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]any{"QueueName": getAtt("DiscoverQueue", "QueueName")}}},
-		"CallQueueAgeAlarm":        {{"AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]any{"QueueName": getAtt("CallQueue", "QueueName")}}},
-		"ConfigurationErrorsAlarm": {{runner.Namespace, "ConfigurationErrors", map[string]any{}}},
-		"CatalogsOverdueAlarm":     {{runner.Namespace, "SweepOverdue3x", map[string]any{"Function": "discover"}}},
+		"DiscoverDLQAlarm":           {{"AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"QueueName": getAtt("DiscoverDLQ", "QueueName")}}},
+		"CallDLQAlarm":               {{"AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"QueueName": getAtt("CallDLQ", "QueueName")}}},
+		"DiscoverQueueAgeAlarm":      {{"AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]any{"QueueName": getAtt("DiscoverQueue", "QueueName")}}},
+		"CallQueueAgeAlarm":          {{"AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]any{"QueueName": getAtt("CallQueue", "QueueName")}}},
+		"InputRequestsDLQAlarm":      {{"AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"QueueName": getAtt("InputRequestsDLQ", "QueueName")}}},
+		"InputRequestsQueueAgeAlarm": {{"AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]any{"QueueName": getAtt("InputRequestsQueue", "QueueName")}}},
+		"ConfigurationErrorsAlarm":   {{runner.Namespace, "ConfigurationErrors", map[string]any{}}},
+		"CatalogsOverdueAlarm":       {{runner.Namespace, "SweepOverdue3x", map[string]any{"Function": "discover"}}},
 		"SweepScheduleErrorsAlarm": {
 			{"AWS/Scheduler", "TargetErrorCount", map[string]any{"ScheduleGroup": ref("SweepScheduleGroup")}},
 			{"AWS/Scheduler", "InvocationDroppedCount", map[string]any{"ScheduleGroup": ref("SweepScheduleGroup")}},

@@ -256,8 +256,8 @@ func (p *problems) tasks(sm string, def map[string]any) {
 				p.tasks(sm, sub)
 			}
 		}
-		if st["Type"] != "Task" {
-			continue
+		if st["Type"] != "Task" || waitsOnQueue(st) {
+			continue // an SQS waitForTaskToken fails only as the platform answers
 		}
 		where := fmt.Sprintf("state machine %s task %s", sm, name)
 		for _, typ := range retriedTypes {
@@ -285,6 +285,13 @@ func (p *problems) tasks(sm string, def map[string]any) {
 			}
 		}
 	}
+}
+
+// waitsOnQueue reports whether a Task state is an SQS integration (the
+// call machine's input requests), whose failures are the platform's answer.
+func waitsOnQueue(st map[string]any) bool {
+	r, _ := st["Resource"].(string)
+	return strings.HasPrefix(r, "arn:aws:states:::sqs:")
 }
 
 // matching returns the first retrier or catcher whose ErrorEquals names typ

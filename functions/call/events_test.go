@@ -170,6 +170,7 @@ func TestEvents(t *testing.T) {
 		e.catalog.tools["example-oauth"] = e.catalog.tools["example"]
 		vaults, oauth := runnertest.SeedOAuthVault(t, e.Fakes, as)
 		e.handler.Credentials = vaults
+		seedPending(t, e, payload)
 		inv := e.Invoke(t, payload)
 		calls := slices.Clone(e.server.calls)
 		slices.Sort(calls)

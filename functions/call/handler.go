@@ -125,6 +125,8 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	it.Annotate(slog.String("idempotency_key", kind))
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
+	case errors.Is(err, ledger.ErrInProgress) && it.Source != runner.SQS && it.TaskToken == "":
+		return h.runningElsewhere(it, err), nil
 	case errors.Is(err, ledger.ErrInProgress):
 		return nil, &wire.Error{Type: wire.Internal, Message: "another delivery of this call is in progress; retry later" + prime.idempotentNote(), Err: err, Requeue: true}
 	case err != nil:

@@ -215,6 +215,22 @@ func (h *Handler) pendingAnswer(it *runner.Item, p *mcp.Pending, pollAfter int) 
 	return a
 }
 
+// runningElsewhere answers a direct duplicate that found another
+// delivery's lease (err, a ledger.InProgressError when the ledger knows the
+// lease's end): pending working, to poll again when the lease runs out, so
+// a state machine waits instead of spending its retries on internal_error.
+// Nothing is recorded: the key is the other delivery's.
+func (h *Handler) runningElsewhere(it *runner.Item, err error) PendingAnswer {
+	var left time.Duration
+	if busy, ok := errors.AsType[*ledger.InProgressError](err); ok {
+		left = busy.Until.Sub(h.now())
+	}
+	a := PendingAnswer{Type: TypePending, Status: mcp.StatusWorking, PollAfterSeconds: h.pollAfter(left),
+		StatusMessage: "another delivery of this call is still running"}
+	it.Annotate(slog.String("pending", a.Status), slog.Int("poll_after_seconds", a.PollAfterSeconds), slog.Bool("in_progress_elsewhere", true))
+	return a
+}
+
 // pollAfter is the server's poll interval in whole seconds, at least
 // TaskPollMin and at most 900.
 func (h *Handler) pollAfter(d time.Duration) int {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/vault"
@@ -355,5 +356,51 @@ func TestInputRoundsCap(t *testing.T) {
 	}
 	if n := methodCount(srv, "tools/call"); n != MaxInputRounds+1 {
 		t.Errorf("tools/call sent %d times, want %d (the first and %d rounds)", n, MaxInputRounds+1, MaxInputRounds)
+	}
+}
+
+// TestRunningElsewhere: a direct duplicate that finds another delivery's
+// lease answers pending working, to poll when that lease runs out (at
+// least the floor, at most 900 s), and calls nothing; an SQS duplicate
+// still goes back to its queue (TestAtMostOnce).
+func TestRunningElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lease   time.Duration
+		elapsed time.Duration
+		floor   time.Duration
+		skew    time.Duration // the handler's clock ahead of the ledger's
+		want    int
+	}{
+		{"what is left of the lease", 5 * time.Minute, 100 * time.Second, 0, 0, 200},
+		{"a part of a second is a whole one", 5 * time.Minute, 299*time.Second + 500*time.Millisecond, time.Second, 0, 1},
+		{"at least the floor", 5 * time.Minute, 295 * time.Second, 0, 0, 15},
+		{"a lease over by this clock: the floor", 5 * time.Minute, 0, 0, 10 * time.Minute, 15},
+		{"at most 900", 20 * time.Minute, 0, 0, 0, 900},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+			e.ledger = ledger.NewMemory(tc.lease)
+			e.ledger.Now = func() time.Time { return now }
+			e.handler.Ledger = e.ledger
+			e.handler.Now = func() time.Time { return now.Add(tc.skew) }
+			e.handler.TaskPollMin = tc.floor
+			if _, err := e.ledger.Peer().Begin(t.Context(), "toolu_elsewhere"); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(tc.elapsed)
+			got := e.direct(t, request(map[string]any{"tool_use_id": "toolu_elsewhere"}))
+			want := fmt.Sprintf(`{"type":"mcp_call_pending","status":"working","poll_after_seconds":%d,"status_message":"another delivery of this call is still running"}`, tc.want)
+			if got.Error != nil || string(got.Result) != want {
+				t.Errorf("answer %s (error %+v), want %s", got.Result, got.Error, want)
+			}
+			if len(e.server.calls) != 0 {
+				t.Errorf("the duplicate called %v", e.server.calls)
+			}
+			if s := got.Summaries[0]; s["in_progress_elsewhere"] != true || s["outcome"] != "succeeded" {
+				t.Errorf("summary = %v", s)
+			}
+		})
 	}
 }
