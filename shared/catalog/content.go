@@ -21,7 +21,6 @@ const removedReadMax = 16
 type plan struct {
 	base    head      // base.version "" : none
 	baseM   *manifest // base's manifest in the content layout, else nil
-	oldRep  *replaced // base in the old layout: its keys, read for the diff
 	m       manifest  // the new version's
 	write   []int     // entries of p whose items this Put writes
 	changes *Changes
@@ -48,12 +47,6 @@ func (s *Dynamo) plan(ctx context.Context, id string, h head, p prepared, w *wri
 		// Expired unchecked: replaced, not diffed, nothing kept.
 		pl.base = head{version: h.version, shards: h.shards, manifestChunks: h.manifestChunks}
 		pl.changes = allAdded(p)
-	} else if h.manifestChunks == 0 {
-		r, ok, err := s.readReplaced(ctx, id, h, p)
-		if err != nil || !ok {
-			return nil, ok, err
-		}
-		pl.oldRep, pl.changes = r, r.changes
 	} else {
 		bm, ok, err := s.readManifest(ctx, id, h.version)
 		if err != nil || !ok {
@@ -322,10 +315,10 @@ func (s *Dynamo) manifestOf(ctx context.Context, id, version string, marker map[
 	return m, true, nil
 }
 
-// readContent reads h's version in the content layout: its manifest, then
+// readVersion reads h's version in the content layout: its manifest, then
 // every partition in parallel, keeping the items the manifest names. ok
 // is false when one is missing: the version is being deleted.
-func (s *Dynamo) readContent(ctx context.Context, id string, h head) ([]mcp.Tool, []mcp.Refusal, bool, error) {
+func (s *Dynamo) readVersion(ctx context.Context, id string, h head) ([]mcp.Tool, []mcp.Refusal, bool, error) {
 	m, ok, err := s.readManifest(ctx, id, h.version)
 	if err != nil || !ok {
 		return nil, nil, false, err
@@ -373,14 +366,10 @@ func (s *Dynamo) readContent(ctx context.Context, id string, h head) ([]mcp.Tool
 func (s *Dynamo) retire(ctx context.Context, id string, pl *plan) {
 	switch {
 	case pl.base.version == "":
-	case pl.oldRep != nil:
-		_ = s.deleteReplaced(ctx, id, pl.oldRep)
 	case pl.baseM != nil:
 		_ = s.deleteManifest(ctx, id, pl.base.version, pl.base.shards, pl.base.manifestChunks, pl.baseM, pl.m.refs())
-	case pl.base.manifestChunks > 0: // expired unchecked
+	default: // expired unchecked
 		s.finishRetiring(ctx, id, pl.base.version, pl.m.refs())
-	default: // expired unchecked in the old layout: list what is left
-		_ = s.deleteVersion(ctx, id, pl.base.version, pl.base.shards)
 	}
 }
 
@@ -412,10 +401,6 @@ func (s *Dynamo) finishRetiring(ctx context.Context, id, version string, keep ma
 	}
 	shards, _ := strconv.Atoi(numberAttr(marker, attrShards))
 	shards = max(shards, 1)
-	if _, ok := marker[attrManifest]; !ok {
-		_ = s.deleteVersion(ctx, id, version, shards) // the old layout
-		return
-	}
 	if m, ok, err := s.manifestOf(ctx, id, version, marker); err == nil && ok {
 		n, _ := strconv.Atoi(numberAttr(marker, attrChunks))
 		_ = s.deleteManifest(ctx, id, version, shards, n, m, keep)

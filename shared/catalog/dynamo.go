@@ -2,15 +2,11 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -343,105 +339,6 @@ func shardCount(id string, p prepared) int {
 	return min(max(1, (total+shardBytes-1)/shardBytes), maxShards)
 }
 
-// replaced is the version a Put replaces, as read before its flip: the
-// new version's diff against it and its items' keys, so that deleting it
-// lists nothing again.
-type replaced struct {
-	version  string
-	shards   int
-	changes  *Changes
-	tools    [][sha256.Size]byte // name hashes: the tool items' keys
-	refusals []int               // seqs: the refusal items' keys
-}
-
-// readReplaced reads h's version (one Query page per shard, as its
-// deletion does) and diffs p against it. A tool item carries its
-// tool_hash; one stored before diffs is read whole and hashed. ok is false
-// when the items are fewer than the head counts: the version is being
-// deleted.
-func (s *Dynamo) readReplaced(ctx context.Context, id string, h head, p prepared) (*replaced, bool, error) {
-	r := &replaced{version: h.version, shards: h.shards}
-	d := newDiffer(p)
-	var attrs []string // every attribute: the old layout is hashed from its fields
-	if h.changes != nil {
-		attrs = []string{PartitionKey, SortKey, attrName, attrToolHash, attrZipped}
-	}
-	for shard := range h.shards {
-		err := s.queryAttrs(ctx, versionPK(id, h.version, shard), attrs, func(item map[string]types.AttributeValue) error {
-			sk := stringAttr(item, SortKey)
-			switch {
-			case strings.HasPrefix(sk, "r#"):
-				seq, err := strconv.Atoi(sk[2:])
-				if err != nil {
-					return fmt.Errorf("catalog: %q version %s item %s: %w", id, h.version, sk, err)
-				}
-				r.refusals = append(r.refusals, seq)
-			case strings.HasPrefix(sk, "t#"):
-				var nh [sha256.Size]byte
-				if n, err := hex.Decode(nh[:], []byte(sk[2:])); err != nil || n != sha256.Size || len(sk) != toolSortKeyLen {
-					return fmt.Errorf("catalog: %q version %s: malformed tool key %s", id, h.version, sk)
-				}
-				r.tools = append(r.tools, nh)
-				var th [toolHashLen]byte
-				if b := binaryAttr(item, attrToolHash); len(b) == toolHashLen {
-					copy(th[:], b)
-				} else {
-					t, err := decodeToolFields(item)
-					if err != nil {
-						return fmt.Errorf("catalog: %q version %s item %s: %w", id, h.version, sk, err)
-					}
-					th = toolHash(t)
-				}
-				return d.old(nh, th, func() (string, error) {
-					if n, ok := item[attrName].(*types.AttributeValueMemberS); ok {
-						return n.Value, nil
-					}
-					t, err := decodeToolFields(item)
-					return t.Name, err
-				})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, false, err
-		}
-	}
-	if len(r.tools) != h.toolCount || len(r.refusals) != h.refusedCount {
-		return nil, false, nil
-	}
-	r.changes = d.changes()
-	return r, true, nil
-}
-
-// deleteReplaced deletes r's items from the keys read, then its marker.
-func (s *Dynamo) deleteReplaced(ctx context.Context, id string, r *replaced) error {
-	const chunk = workers * MaxBatchItems
-	reqs := make([]types.WriteRequest, 0, chunk)
-	del := func(pk, sk string) error {
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: itemKey(pk, sk)}})
-		if len(reqs) < chunk {
-			return nil
-		}
-		err := s.batchWrite(ctx, reqs)
-		reqs = reqs[:0]
-		return err
-	}
-	for _, nh := range r.tools {
-		if err := del(versionPK(id, r.version, toolShard(nh[:], r.shards)), toolSortKey(nh[:])); err != nil {
-			return err
-		}
-	}
-	for _, seq := range r.refusals {
-		if err := del(versionPK(id, r.version, seq%r.shards), refusalSortKey(seq)); err != nil {
-			return err
-		}
-	}
-	if err := s.batchWrite(ctx, reqs); err != nil {
-		return err
-	}
-	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(r.version))}}})
-}
-
 // confirm records an unchanged check with one conditional write; when the
 // version's TTL is past half its retention it first renews the items.
 func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now time.Time) (bool, error) {
@@ -455,11 +352,7 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	}
 	if h.toolsExpire-now.Unix() < int64(s.retention/2/time.Second) {
 		expires := now.Add(s.retention).Unix()
-		if h.manifestChunks > 0 {
-			if ok, err := s.renewContent(ctx, id, h, p, expires); !ok || err != nil {
-				return false, err
-			}
-		} else if err := s.writeVersion(ctx, id, h.version, h.shards, p, expires); err != nil {
+		if ok, err := s.renewContent(ctx, id, h, p, expires); !ok || err != nil {
 			return false, err
 		}
 		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
@@ -547,67 +440,6 @@ func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr
 	return err == nil, err
 }
 
-// writeVersion puts version's marker and its tool and refusal items in
-// the old layout, spread over shards partitions; only the renewal of a
-// version stored in it writes them. Items are built batch by batch as they
-// are sent, so only the batches in flight exist at once.
-func (s *Dynamo) writeVersion(ctx context.Context, id, version string, shards int, p prepared, expires int64) error {
-	exp := &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)}
-	item := func(i int) map[string]types.AttributeValue {
-		switch {
-		case i == 0:
-			marker := itemKey(id, markerSortKey(version))
-			marker[attrShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(shards)}
-			marker[TTLAttribute] = exp
-			return marker
-		case i <= len(p.entries):
-			e := p.entries[i-1]
-			item := toolItem(versionPK(id, version, toolShard(e.hash[:], shards)), toolSortKey(e.hash[:]), e, exp)
-			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(e.seq)}
-			return item
-		default:
-			seq := i - 1 - len(p.entries)
-			r := p.refused[seq]
-			item := itemKey(versionPK(id, version, seq%shards), refusalSortKey(seq))
-			item[attrSeq] = &types.AttributeValueMemberN{Value: strconv.Itoa(seq)}
-			item[attrName] = &types.AttributeValueMemberS{Value: r.Name}
-			item[attrReason] = &types.AttributeValueMemberS{Value: r.Reason}
-			item[TTLAttribute] = exp
-			return item
-		}
-	}
-	return s.putItems(ctx, 1+len(p.entries)+len(p.refused), item)
-}
-
-// deleteVersion deletes every item of version, then its marker. Items are
-// deleted as they are listed, a few batches at a time, so a version's keys
-// never exist at once.
-func (s *Dynamo) deleteVersion(ctx context.Context, id, version string, shards int) error {
-	const chunk = workers * MaxBatchItems
-	var reqs []types.WriteRequest
-	for shard := range shards {
-		err := s.query(ctx, versionPK(id, version, shard), true, func(item map[string]types.AttributeValue) error {
-			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{
-				PartitionKey: item[PartitionKey],
-				SortKey:      item[SortKey],
-			}}})
-			if len(reqs) < chunk {
-				return nil
-			}
-			err := s.batchWrite(ctx, reqs)
-			reqs = reqs[:0]
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if err := s.batchWrite(ctx, reqs); err != nil {
-		return err
-	}
-	return s.batchWrite(ctx, []types.WriteRequest{{DeleteRequest: &types.DeleteRequest{Key: itemKey(id, markerSortKey(version))}}})
-}
-
 // Get returns the current catalog of id: always one whole version, the one
 // the head named when the read began or a later one. A version retired
 // while it is being read is read again from the new head, so a reader
@@ -653,71 +485,6 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 	return nil, fmt.Errorf("%w: catalog %q changed %d times during one read", ErrUnavailable, id, maxRounds)
 }
 
-// readVersion reads h's version, in listing order, in either layout.
-// whole is false when items are missing: the version is being deleted.
-func (s *Dynamo) readVersion(ctx context.Context, id string, h head) (tools []mcp.Tool, refused []mcp.Refusal, whole bool, err error) {
-	if h.manifestChunks > 0 {
-		return s.readContent(ctx, id, h)
-	}
-	ts, rs, err := s.readOld(ctx, id, h.version, h.shards)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	slices.SortFunc(ts, func(a, b seqTool) int { return a.seq - b.seq })
-	slices.SortFunc(rs, func(a, b seqRefusal) int { return a.seq - b.seq })
-	tools = make([]mcp.Tool, len(ts))
-	for i, t := range ts {
-		tools[i] = t.tool
-	}
-	refused = make([]mcp.Refusal, len(rs))
-	for i, r := range rs {
-		refused[i] = r.refusal
-	}
-	return tools, refused, len(tools) == h.toolCount && len(refused) == h.refusedCount, nil
-}
-
-// readOld reads every item of version in the old layout, its shards in
-// parallel.
-func (s *Dynamo) readOld(ctx context.Context, id, version string, shards int) ([]seqTool, []seqRefusal, error) {
-	var (
-		mu      sync.Mutex
-		tools   []seqTool
-		refused []seqRefusal
-	)
-	err := parallel(ctx, shards, func(ctx context.Context, shard int) error {
-		return s.query(ctx, versionPK(id, version, shard), false, func(item map[string]types.AttributeValue) error {
-			sk := stringAttr(item, SortKey)
-			seq, _ := strconv.Atoi(numberAttr(item, attrSeq))
-			if strings.HasPrefix(sk, "t#") {
-				t, err := decodeToolItem(item)
-				if err != nil {
-					return fmt.Errorf("catalog: %q version %s item %s: %w", id, version, sk, err)
-				}
-				mu.Lock()
-				tools = append(tools, seqTool{seq, t})
-				mu.Unlock()
-			} else if strings.HasPrefix(sk, "r#") {
-				r := mcp.Refusal{Name: stringAttr(item, attrName), Reason: stringAttr(item, attrReason)}
-				mu.Lock()
-				refused = append(refused, seqRefusal{seq, r})
-				mu.Unlock()
-			}
-			return nil
-		})
-	})
-	return tools, refused, err
-}
-
-type seqTool struct {
-	seq  int
-	tool mcp.Tool
-}
-
-type seqRefusal struct {
-	seq     int
-	refusal mcp.Refusal
-}
-
 // Lookup reports whether toolName is a tool's model name or name in the
 // current version of id; a model name wins. A name is one consistent
 // GetItem of the head when it carries the name index, otherwise a second
@@ -742,11 +509,7 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		if h.expired(s.now()) {
 			return Membership{}, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
 		}
-		look := s.lookupOld
-		if h.manifestChunks > 0 {
-			look = s.lookupContent
-		}
-		found, sure, err := look(ctx, id, h, toolName)
+		found, sure, err := s.lookupContent(ctx, id, h, toolName)
 		if err != nil {
 			return Membership{}, err
 		}
@@ -763,65 +526,6 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 		}
 	}
 	return Membership{}, fmt.Errorf("%w: catalog %q changed %d times during one lookup", ErrUnavailable, id, maxRounds)
-}
-
-// lookupOld answers Lookup in h's version in the old layout: the name
-// index, or the tool's item; a hint read costs a GetItem of the found
-// tool's item. sure is false when an absence was seen in items that may
-// have been deleted.
-func (s *Dynamo) lookupOld(ctx context.Context, id string, h head, toolName string) (m Membership, sure bool, err error) {
-	sure = true
-	if digits := mappedDigits(toolName); digits != "" {
-		t, found, seen, err := s.byModelName(ctx, id, h, toolName, digits)
-		if err != nil {
-			return m, false, err
-		}
-		if found {
-			m.Found, m.Name, m.Annotations = true, t.Name, hintsOnly(t.Annotations)
-			return m, true, nil
-		}
-		sure = seen
-	}
-	if h.nameIndexStored && !indexContains(h.nameIndex, toolName) {
-		return m, sure, nil
-	}
-	hash := sha256Of(toolName)
-	item, err := s.getItem(ctx, versionPK(id, h.version, toolShard(hash, h.shards)), toolSortKey(hash))
-	if err != nil {
-		return m, false, err
-	}
-	if item != nil {
-		t, err := decodeToolFields(item)
-		if err != nil {
-			return m, false, fmt.Errorf("catalog: %q tool %q: %w", id, toolName, err)
-		}
-		m.Found, m.Annotations = t.Name == toolName, hintsOnly(t.Annotations)
-	} else if h.nameIndexStored {
-		m.Found = true // indexed; its item is being deleted with the version
-		sure = false
-	}
-	return m, sure && item != nil, nil
-}
-
-// byModelName finds the tool of h's version whose model name is model,
-// which ends in the hex digits of sha256 of that tool's name: one Query of
-// the tool items whose keys start with them. seen reports whether any
-// item was there.
-func (s *Dynamo) byModelName(ctx context.Context, id string, h head, model, digits string) (tool mcp.Tool, found, seen bool, err error) {
-	prefix, _ := hex.DecodeString(digits[:4]) // mappedDigits checked the hex
-	pk := versionPK(id, h.version, toolShard(prefix, h.shards))
-	err = s.queryPrefix(ctx, pk, "t#"+digits, func(item map[string]types.AttributeValue) error {
-		seen = true
-		t, err := decodeToolItem(item)
-		if err != nil {
-			return fmt.Errorf("catalog: %q tool %q: %w", id, model, err)
-		}
-		if t.ModelName == model {
-			tool, found = t, true
-		}
-		return nil
-	})
-	return tool, found, seen, err
 }
 
 // RecordFailure records f as the last failure of id unless a later one is
@@ -1035,19 +739,10 @@ func decodeToolFields(item map[string]types.AttributeValue) (mcp.Tool, error) {
 	}, nil
 }
 
-// versionPK is the partition key of one shard of a version's items.
-func versionPK(id, version string, shard int) string {
-	return id + "#" + version + "#" + strconv.Itoa(shard)
-}
-
 // toolShard is the shard of the tool whose name hashes to nameHash.
 func toolShard(nameHash []byte, shards int) int {
 	return int(binary.BigEndian.Uint16(nameHash)) % shards
 }
-
-func toolSortKey(nameHash []byte) string { return "t#" + hex.EncodeToString(nameHash) }
-
-func refusalSortKey(seq int) string { return fmt.Sprintf("r#%08d", seq) }
 
 func markerSortKey(version string) string { return "v#" + version }
 
