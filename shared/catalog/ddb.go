@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +14,85 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// getItem reads one item consistently; nil when absent.
+func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, "get "+strconv.Quote(id)+" "+sk, func() (err error) {
+		out, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            itemKey(id, sk),
+			ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// query calls fn for every item under partition key pk, in sort-key
+// order, reading consistently; keysOnly projects the keys.
+func (s *Dynamo) query(ctx context.Context, pk string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
+	var attrs []string
+	if keysOnly {
+		attrs = []string{PartitionKey, SortKey}
+	}
+	return s.queryAttrs(ctx, pk, attrs, fn)
+}
+
+// queryAttrs is query projecting attrs; nil is every attribute.
+func (s *Dynamo) queryAttrs(ctx context.Context, pk string, attrs []string, fn func(map[string]types.AttributeValue) error) error {
+	var e expr
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk)),
+	}
+	if attrs != nil {
+		names := make([]string, len(attrs))
+		for i, a := range attrs {
+			names[i] = e.n(a)
+		}
+		in.ProjectionExpression = aws.String(strings.Join(names, ", "))
+	}
+	return s.runQuery(ctx, in, e, fn)
+}
+
+// queryPrefix calls fn for every item under pk whose sort key starts with
+// prefix.
+func (s *Dynamo) queryPrefix(ctx context.Context, pk, prefix string, fn func(map[string]types.AttributeValue) error) error {
+	var e expr
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk) +
+			" AND begins_with(" + e.n(SortKey) + ", " + e.s("prefix", prefix) + ")"),
+	}
+	return s.runQuery(ctx, in, e, fn)
+}
+
+func (s *Dynamo) runQuery(ctx context.Context, in *dynamodb.QueryInput, e expr, fn func(map[string]types.AttributeValue) error) error {
+	in.TableName = aws.String(s.table)
+	in.ConsistentRead = aws.Bool(true)
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+	for {
+		var out *dynamodb.QueryOutput
+		err := s.retry(ctx, "query "+*in.KeyConditionExpression, func() (err error) {
+			out, err = s.api.Query(ctx, in)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, item := range out.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
 
 // MaxBatchItems is DynamoDB's limit on requests in one BatchWriteItem.
 const MaxBatchItems = 25
