@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 )
 
 // getItem reads one item consistently; nil when absent.
@@ -44,35 +44,38 @@ func (s *Dynamo) query(ctx context.Context, pk string, keysOnly bool, fn func(ma
 
 // queryAttrs is query projecting attrs; nil is every attribute.
 func (s *Dynamo) queryAttrs(ctx context.Context, pk string, attrs []string, fn func(map[string]types.AttributeValue) error) error {
-	var e expr
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk)),
-	}
+	b := expression.NewBuilder().WithKeyCondition(expression.Key(PartitionKey).Equal(str(pk)))
 	if attrs != nil {
-		names := make([]string, len(attrs))
-		for i, a := range attrs {
-			names[i] = e.n(a)
+		proj := expression.NamesList(name(attrs[0]))
+		for _, a := range attrs[1:] {
+			proj = proj.AddNames(name(a))
 		}
-		in.ProjectionExpression = aws.String(strings.Join(names, ", "))
+		b = b.WithProjection(proj)
 	}
-	return s.runQuery(ctx, in, e, fn)
+	return s.runQuery(ctx, b, fn)
 }
 
 // queryPrefix calls fn for every item under pk whose sort key starts with
 // prefix.
 func (s *Dynamo) queryPrefix(ctx context.Context, pk, prefix string, fn func(map[string]types.AttributeValue) error) error {
-	var e expr
-	in := &dynamodb.QueryInput{
-		KeyConditionExpression: aws.String(e.n(PartitionKey) + " = " + e.s("pk", pk) +
-			" AND begins_with(" + e.n(SortKey) + ", " + e.s("prefix", prefix) + ")"),
-	}
-	return s.runQuery(ctx, in, e, fn)
+	key := expression.Key(PartitionKey).Equal(str(pk)).And(expression.Key(SortKey).BeginsWith(prefix))
+	return s.runQuery(ctx, expression.NewBuilder().WithKeyCondition(key), fn)
 }
 
-func (s *Dynamo) runQuery(ctx context.Context, in *dynamodb.QueryInput, e expr, fn func(map[string]types.AttributeValue) error) error {
-	in.TableName = aws.String(s.table)
-	in.ConsistentRead = aws.Bool(true)
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
+// runQuery runs the query b builds, consistently, page by page.
+func (s *Dynamo) runQuery(ctx context.Context, b expression.Builder, fn func(map[string]types.AttributeValue) error) error {
+	e, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("catalog: query: %w", err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    e.KeyCondition(),
+		ProjectionExpression:      e.Projection(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	}
 	for {
 		var out *dynamodb.QueryOutput
 		err := s.retry(ctx, "query "+*in.KeyConditionExpression, func() (err error) {
@@ -170,38 +173,20 @@ func (s *Dynamo) putItems(ctx context.Context, n int, item func(i int) map[strin
 	})
 }
 
-// parallel calls fn for 0 ≤ i < n, workers at a time. The first error
-// cancels the calls not yet made and is returned.
+// parallel calls fn for 0 ≤ i < n, workers at a time (errgroup). The
+// first error cancels the calls not yet made and is returned; a ctx that
+// ends first wraps ErrUnavailable.
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		next  = make(chan int)
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		})
-	}
-send:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break send
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -3,11 +3,13 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/mcpfn/mcpfn/shared/text"
@@ -34,21 +36,48 @@ type head struct {
 	exceptions      []byte // model_name_exceptions
 	modelsInItems   bool
 	changes         []byte // encodeChanges; nil for versions stored before diffs
-	manifestChunks  int    // the version's manifest items; 0: the old layout
+	manifestChunks  int    // the version's manifest items
 	nameHints       []byte // hintsByte per nameIndex entry; nil before hints
 	retiring        string // the version the last flip replaced
 	failure         *Failure
-	sealedURL       []byte // server_url_sealed
-	clearURL        string // server_url, as heads kept it before sealing
-	origin          string
-	vaultIDs        []string
-	interval        time.Duration
-	intervalSet     bool
-	nextDue         time.Time
+	sched           HeadSchedule
 }
 
 func (h *head) expired(now time.Time) bool {
 	return h.toolsExpire != 0 && now.Unix() >= h.toolsExpire
+}
+
+// headItem is the head item as stored (docs/catalog.md), decoded with
+// attributevalue. A []byte is nil only when its attribute is absent.
+type headItem struct {
+	Version        string       `dynamodbav:"version"`
+	Latest         string       `dynamodbav:"latest"`
+	Hash           string       `dynamodbav:"content_hash"`
+	Protocol       string       `dynamodbav:"protocol_version"`
+	ServerName     string       `dynamodbav:"server_name"`
+	ServerVersion  string       `dynamodbav:"server_version"`
+	Discovery      string       `dynamodbav:"server_discovery"`
+	DiscoveredAt   string       `dynamodbav:"discovered_at"`
+	CheckedAt      string       `dynamodbav:"checked_at"`
+	ToolCount      int          `dynamodbav:"tool_count"`
+	RefusedCount   int          `dynamodbav:"refused_count"`
+	ToolsExpire    int64        `dynamodbav:"tools_expire_at"`
+	Shards         int          `dynamodbav:"shards"`
+	NameIndex      []byte       `dynamodbav:"name_index"`
+	Exceptions     []byte       `dynamodbav:"model_name_exceptions"`
+	ModelsInItems  bool         `dynamodbav:"model_names_in_items"`
+	Changes        []byte       `dynamodbav:"changes"`
+	ManifestChunks int          `dynamodbav:"manifest_chunks"`
+	NameHints      []byte       `dynamodbav:"name_hints"`
+	Retiring       string       `dynamodbav:"retiring"`
+	Failure        *failureItem `dynamodbav:"last_failure"`
+}
+
+// failureItem is the head's last_failure map.
+type failureItem struct {
+	ErrorType string `dynamodbav:"error_type"`
+	Message   string `dynamodbav:"message"`
+	At        string `dynamodbav:"at"`
 }
 
 func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
@@ -56,44 +85,55 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 	if err != nil || item == nil {
 		return head{}, err
 	}
+	it, sc, err := decodeHead(item)
+	if err != nil {
+		return head{}, fmt.Errorf("catalog: head of %q: %w", id, err)
+	}
 	h := head{
-		exists:        true,
-		version:       stringAttr(item, attrVersion),
-		latest:        stringAttr(item, attrLatest),
-		hash:          stringAttr(item, attrHash),
-		protocol:      stringAttr(item, attrProtocol),
-		serverName:    stringAttr(item, attrServerName),
-		serverVersion: stringAttr(item, attrServerVersion),
-		discovery:     stringAttr(item, attrDiscovery),
-		discoveredAt:  parseTime(stringAttr(item, attrDiscoveredAt)),
-		checkedAt:     parseTime(stringAttr(item, attrCheckedAt)),
-	}
-	h.toolCount, _ = strconv.Atoi(numberAttr(item, attrToolCount))
-	h.refusedCount, _ = strconv.Atoi(numberAttr(item, attrRefusedCount))
-	h.toolsExpire, _ = strconv.ParseInt(numberAttr(item, attrToolsExpire), 10, 64)
-	if h.shards, _ = strconv.Atoi(numberAttr(item, attrShards)); h.shards < 1 {
-		h.shards = 1
-	}
-	if b, ok := item[attrNameIndex].(*types.AttributeValueMemberB); ok {
-		h.nameIndex, h.nameIndexStored = b.Value, true
-	}
-	h.exceptions = binaryAttr(item, attrModelExceptions)
-	h.manifestChunks, _ = strconv.Atoi(numberAttr(item, attrManifestChunks))
-	h.nameHints = binaryAttr(item, attrNameHints)
-	h.retiring = stringAttr(item, attrRetiring)
-	h.changes = binaryAttr(item, attrChanges)
-	if b, ok := item[attrModelsInItems].(*types.AttributeValueMemberBOOL); ok {
-		h.modelsInItems = b.Value
-	}
-	h.readSchedule(item)
-	if m, ok := item[attrFailure].(*types.AttributeValueMemberM); ok {
-		h.failure = &Failure{
-			ErrorType: stringAttr(m.Value, attrErrorType),
-			Message:   stringAttr(m.Value, attrMessage),
-			At:        parseTime(stringAttr(m.Value, attrAt)),
-		}
+		exists:          true,
+		version:         it.Version,
+		latest:          it.Latest,
+		hash:            it.Hash,
+		protocol:        it.Protocol,
+		serverName:      it.ServerName,
+		serverVersion:   it.ServerVersion,
+		discovery:       it.Discovery,
+		discoveredAt:    parseTime(it.DiscoveredAt),
+		checkedAt:       parseTime(it.CheckedAt),
+		toolCount:       it.ToolCount,
+		refusedCount:    it.RefusedCount,
+		toolsExpire:     it.ToolsExpire,
+		shards:          max(it.Shards, 1),
+		nameIndex:       it.NameIndex,
+		nameIndexStored: it.NameIndex != nil,
+		exceptions:      it.Exceptions,
+		modelsInItems:   it.ModelsInItems,
+		changes:         it.Changes,
+		manifestChunks:  it.ManifestChunks,
+		nameHints:       it.NameHints,
+		retiring:        it.Retiring,
+		sched:           sc,
+		failure:         it.failure(),
 	}
 	return h, nil
+}
+
+// decodeHead decodes a head item, whole or projected.
+func decodeHead(item map[string]types.AttributeValue) (headItem, HeadSchedule, error) {
+	var it headItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return headItem{}, HeadSchedule{}, err
+	}
+	sc, err := DecodeSchedule(item)
+	return it, sc, err
+}
+
+// failure is the recorded last failure; nil when none.
+func (it headItem) failure() *Failure {
+	if it.Failure == nil {
+		return nil
+	}
+	return &Failure{ErrorType: it.Failure.ErrorType, Message: it.Failure.Message, At: parseTime(it.Failure.At)}
 }
 
 func (h *head) catalog(id string) *Catalog {
@@ -108,24 +148,28 @@ func (h *head) catalog(id string) *Catalog {
 		DiscoveredAt:    h.discoveredAt,
 		CheckedAt:       h.checkedAt,
 		LastFailure:     h.failure,
-		ServerOrigin:    h.origin,
-		VaultIDs:        h.vaultIDs,
-		RefreshInterval: h.interval,
-		NextDue:         h.nextDue,
+		ServerOrigin:    h.sched.Origin(),
+		VaultIDs:        h.sched.VaultIDs,
+		RefreshInterval: h.sched.Recorded(),
+		NextDue:         h.sched.Due(),
 	}
 }
 
-// updateHead applies a conditional update to the head; false means the
-// condition did not hold.
-func (s *Dynamo) updateHead(ctx context.Context, id, update, cond string, e expr) (bool, error) {
-	err := s.retry(ctx, "update head of "+strconv.Quote(id), func() error {
+// updateHead applies update to the head if cond holds; false means it
+// did not.
+func (s *Dynamo) updateHead(ctx context.Context, id string, update expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+	e, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("catalog: update head of %q: %w", id, err)
+	}
+	err = s.retry(ctx, "update head of "+strconv.Quote(id), func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(s.table),
 			Key:                       headKey(id),
-			UpdateExpression:          aws.String(update),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
+			UpdateExpression:          e.Update(),
+			ConditionExpression:       e.Condition(),
+			ExpressionAttributeNames:  e.Names(),
+			ExpressionAttributeValues: e.Values(),
 		})
 		return err
 	})
@@ -145,63 +189,38 @@ func (s *Dynamo) RecordFailure(ctx context.Context, id string, f Failure) error 
 	if f.At.IsZero() {
 		f.At = s.now()
 	}
-	var e expr
 	at := formatTime(f.At)
-	update := "SET " + e.n(attrFailure) + " = " + e.v("f", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+	u := expression.Set(name(attrFailure), expression.Value(&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 		attrErrorType: &types.AttributeValueMemberS{Value: text.Truncate(f.ErrorType, maxFailureType)},
 		attrMessage:   &types.AttributeValueMemberS{Value: text.Truncate(f.Message, maxFailureText)},
 		attrAt:        &types.AttributeValueMemberS{Value: at},
-	}})
-	cond := "attribute_not_exists(" + e.n(attrFailure) + ") OR " + e.n(attrFailure) + "." + e.n(attrAt) + " < " + e.s("at", at)
-	_, err := s.updateHead(ctx, id, update, cond, e)
+	}}))
+	cond := expression.AttributeNotExists(name(attrFailure)).Or(name(attrFailure + "." + attrAt).LessThan(str(at)))
+	_, err := s.updateHead(ctx, id, u, cond)
 	return err
 }
 
-// discovery adds d's kept ServerDiscovery to set, or its removal to
-// remove when there is none.
-func (e *expr) discovery(d Discovery, set, remove []string) ([]string, []string) {
+// discovery sets d's kept ServerDiscovery in u, or removes it when there
+// is none.
+func discovery(u expression.UpdateBuilder, d Discovery) expression.UpdateBuilder {
 	if kept := keptDiscovery(d); kept != "" {
-		return append(set, e.n(attrDiscovery)+" = "+e.s("sd", kept)), remove
+		return u.Set(name(attrDiscovery), str(kept))
 	}
-	return set, append(remove, e.n(attrDiscovery))
+	return u.Remove(name(attrDiscovery))
 }
 
-// updateExpr is an update expression of set and remove clauses.
-func updateExpr(set, remove []string) string {
-	u := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		u += " REMOVE " + strings.Join(remove, ", ")
-	}
-	return u
+// name, str, num and bin are an expression's attribute name and values,
+// typed exactly as stored.
+func name(attr string) expression.NameBuilder { return expression.Name(attr) }
+
+func str(v string) expression.ValueBuilder {
+	return expression.Value(&types.AttributeValueMemberS{Value: v})
 }
 
-// expr collects the placeholders of one expression: every attribute name
-// goes through #name, so reserved words never matter.
-type expr struct {
-	names  map[string]string
-	values map[string]types.AttributeValue
+func num(v int64) expression.ValueBuilder {
+	return expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)})
 }
 
-func (e *expr) n(attr string) string {
-	if e.names == nil {
-		e.names = map[string]string{}
-	}
-	e.names["#"+attr] = attr
-	return "#" + attr
-}
-
-func (e *expr) v(ph string, v types.AttributeValue) string {
-	if e.values == nil {
-		e.values = map[string]types.AttributeValue{}
-	}
-	e.values[":"+ph] = v
-	return ":" + ph
-}
-
-func (e *expr) s(ph, v string) string { return e.v(ph, &types.AttributeValueMemberS{Value: v}) }
-
-func (e *expr) b(ph string, v []byte) string { return e.v(ph, &types.AttributeValueMemberB{Value: v}) }
-
-func (e *expr) num(ph string, v int64) string {
-	return e.v(ph, &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)})
+func bin(v []byte) expression.ValueBuilder {
+	return expression.Value(&types.AttributeValueMemberB{Value: v})
 }

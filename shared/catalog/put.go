@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -162,81 +163,69 @@ func shardCount(id string, p prepared) int {
 // confirm records an unchanged check with one conditional write; when the
 // version's TTL is past half its retention it first renews the items.
 func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now time.Time) (bool, error) {
-	var e expr
-	set := []string{
-		e.n(attrLatest) + " = " + e.s("k", p.key),
-		e.n(attrCheckedAt) + " = " + e.s("t", formatTime(p.started)),
-		e.n(attrProtocol) + " = " + e.s("pv", p.d.ProtocolVersion),
-		e.n(attrServerName) + " = " + e.s("sn", p.d.ServerName),
-		e.n(attrServerVersion) + " = " + e.s("sv", p.d.ServerVersion),
-	}
+	u := expression.Set(name(attrLatest), str(p.key)).
+		Set(name(attrCheckedAt), str(formatTime(p.started))).
+		Set(name(attrProtocol), str(p.d.ProtocolVersion)).
+		Set(name(attrServerName), str(p.d.ServerName)).
+		Set(name(attrServerVersion), str(p.d.ServerVersion))
 	if h.toolsExpire-now.Unix() < int64(s.retention/2/time.Second) {
 		expires := now.Add(s.retention).Unix()
 		if ok, err := s.renewContent(ctx, id, h, p, expires); !ok || err != nil {
 			return false, err
 		}
-		set = append(set, e.n(attrToolsExpire)+" = "+e.num("exp", expires))
+		u = u.Set(name(attrToolsExpire), num(expires))
 	}
-	set, remove := e.discovery(p.d, set, nil)
-	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
-	cond := e.n(attrVersion) + " = " + e.s("v", h.version) +
-		" AND (attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " <= :k)"
-	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
+	u = schedule(discovery(u, p.d), id, p.d.Schedule, p.url, h, p.started)
+	cond := name(attrVersion).Equal(str(h.version)).
+		And(expression.AttributeNotExists(name(attrLatest)).Or(name(attrLatest).LessThanEqual(str(p.key))))
+	return s.updateHead(ctx, id, u, cond)
 }
 
 // flip points the head at p's version as pl plans it over h's, with its
 // diff, if no later discovery is recorded and the head still holds the
 // version Put read. It records h's version as the one to retire.
 func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *plan, w *writing, expires int64) (bool, error) {
-	var e expr
 	t := formatTime(p.started)
-	set := []string{
-		e.n(attrVersion) + " = " + e.s("k", p.key),
-		e.n(attrLatest) + " = :k",
-		e.n(attrHash) + " = " + e.s("h", p.hash),
-		e.n(attrProtocol) + " = " + e.s("pv", p.d.ProtocolVersion),
-		e.n(attrServerName) + " = " + e.s("sn", p.d.ServerName),
-		e.n(attrServerVersion) + " = " + e.s("sv", p.d.ServerVersion),
-		e.n(attrDiscoveredAt) + " = " + e.s("t", t),
-		e.n(attrCheckedAt) + " = :t",
-		e.n(attrToolCount) + " = " + e.num("tc", int64(len(p.entries))),
-		e.n(attrRefusedCount) + " = " + e.num("rc", int64(len(p.refused))),
-		e.n(attrToolsExpire) + " = " + e.num("exp", pl.toolsExpire(expires)),
-		e.n(attrShards) + " = " + e.num("shards", int64(w.shards)),
-		e.n(attrChanges) + " = " + e.b("ch", encodeChanges(pl.changes)),
-		e.n(attrManifestChunks) + " = " + e.num("mc", int64(w.chunks)),
-	}
-	var remove []string
+	u := expression.Set(name(attrVersion), str(p.key)).
+		Set(name(attrLatest), str(p.key)).
+		Set(name(attrHash), str(p.hash)).
+		Set(name(attrProtocol), str(p.d.ProtocolVersion)).
+		Set(name(attrServerName), str(p.d.ServerName)).
+		Set(name(attrServerVersion), str(p.d.ServerVersion)).
+		Set(name(attrDiscoveredAt), str(t)).
+		Set(name(attrCheckedAt), str(t)).
+		Set(name(attrToolCount), num(int64(len(p.entries)))).
+		Set(name(attrRefusedCount), num(int64(len(p.refused)))).
+		Set(name(attrToolsExpire), num(pl.toolsExpire(expires))).
+		Set(name(attrShards), num(int64(w.shards))).
+		Set(name(attrChanges), bin(encodeChanges(pl.changes))).
+		Set(name(attrManifestChunks), num(int64(w.chunks)))
 	if len(p.entries) <= s.nameIndexMax {
-		set = append(set, e.n(attrNameIndex)+" = "+e.b("ix", nameIndex(p.entries)),
-			e.n(attrNameHints)+" = "+e.b("nh", nameHints(p.entries)))
+		u = u.Set(name(attrNameIndex), bin(nameIndex(p.entries))).Set(name(attrNameHints), bin(nameHints(p.entries)))
 	} else {
-		remove = append(remove, e.n(attrNameIndex), e.n(attrNameHints))
+		u = u.Remove(name(attrNameIndex)).Remove(name(attrNameHints))
 	}
 	if h.version != "" {
-		set = append(set, e.n(attrRetiring)+" = "+e.s("rt", h.version))
+		u = u.Set(name(attrRetiring), str(h.version))
 	} else {
-		remove = append(remove, e.n(attrRetiring))
+		u = u.Remove(name(attrRetiring))
 	}
 	switch exc, ok := modelExceptions(p.entries, s.exceptionMax); {
 	case !ok:
-		set = append(set, e.n(attrModelsInItems)+" = "+e.v("mi", &types.AttributeValueMemberBOOL{Value: true}))
-		remove = append(remove, e.n(attrModelExceptions))
+		u = u.Set(name(attrModelsInItems), expression.Value(&types.AttributeValueMemberBOOL{Value: true})).Remove(name(attrModelExceptions))
 	case len(exc) > 0:
-		set = append(set, e.n(attrModelExceptions)+" = "+e.b("mx", exc))
-		remove = append(remove, e.n(attrModelsInItems))
+		u = u.Set(name(attrModelExceptions), bin(exc)).Remove(name(attrModelsInItems))
 	default:
-		remove = append(remove, e.n(attrModelExceptions), e.n(attrModelsInItems))
+		u = u.Remove(name(attrModelExceptions)).Remove(name(attrModelsInItems))
 	}
-	set, remove = e.discovery(p.d, set, remove)
-	set, remove = e.schedule(id, p.d.Schedule, p.url, h, p.started, set, remove)
-	cond := "(attribute_not_exists(" + e.n(attrLatest) + ") OR " + e.n(attrLatest) + " < :k) AND "
+	u = schedule(discovery(u, p.d), id, p.d.Schedule, p.url, h, p.started)
+	cond := expression.AttributeNotExists(name(attrLatest)).Or(name(attrLatest).LessThan(str(p.key)))
 	if h.version == "" {
-		cond += "attribute_not_exists(" + e.n(attrVersion) + ")"
+		cond = cond.And(expression.AttributeNotExists(name(attrVersion)))
 	} else {
-		cond += e.n(attrVersion) + " = " + e.s("old", h.version)
+		cond = cond.And(name(attrVersion).Equal(str(h.version)))
 	}
-	return s.updateHead(ctx, id, updateExpr(set, remove), cond, e)
+	return s.updateHead(ctx, id, u, cond)
 }
 
 // renewContent re-puts h's version as it is, p being its listing, with a

@@ -123,22 +123,23 @@ func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
 		if err != nil {
 			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
 		}
-		if _, ok := out.Item[catalog.DueShardAttribute]; !ok {
+		hs, err := catalog.DecodeSchedule(out.Item)
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+		}
+		if hs.DueShard == nil {
 			return Backoff{}, nil
 		}
-		iv := seconds(out.Item, catalog.IntervalAttribute)
-		if iv <= 0 {
-			iv = catalog.DefaultRefreshInterval
-		}
-		old, hadFailures := number(out.Item, catalog.FailuresAttribute)
-		b := Backoff{Failures: int(old) + 1}
-		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, iv, t.opts.BackoffCap)).Truncate(time.Second)
+		b := Backoff{Failures: 1}
 		cond := "attribute_exists(#ds) AND attribute_not_exists(#f)"
-		values := map[string]types.AttributeValue{":n": num(int64(b.Failures)), ":ra": num(b.RetryAfter.Unix())}
-		if hadFailures {
+		values := map[string]types.AttributeValue{}
+		if hs.Failures != nil {
+			b.Failures = int(*hs.Failures) + 1
 			cond = "attribute_exists(#ds) AND #f = :old"
-			values[":old"] = num(old)
+			values[":old"] = num(*hs.Failures)
 		}
+		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, hs.Every(), t.opts.BackoffCap)).Truncate(time.Second)
+		values[":n"], values[":ra"] = num(int64(b.Failures)), num(b.RetryAfter.Unix())
 		_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(t.table),
 			Key:                       headKey(id),
@@ -199,8 +200,12 @@ func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) 
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
 	}
-	req := Request{CatalogID: id, VaultIDs: strings(out.Item, catalog.VaultIDsAttribute)}
-	if _, recorded := out.Item[catalog.VaultIDsAttribute]; !recorded {
+	hs, err := catalog.DecodeSchedule(out.Item)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
+	req := Request{CatalogID: id, VaultIDs: hs.VaultIDs}
+	if !hs.VaultIDsRecorded {
 		req.VaultIDs = vaultIDs
 	}
 	return req, true, nil
@@ -220,40 +225,4 @@ func conditionFailed(err error) bool {
 
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func number(item map[string]types.AttributeValue, name string) (int64, bool) {
-	v, ok := item[name].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	return n, err == nil
-}
-
-func seconds(item map[string]types.AttributeValue, name string) time.Duration {
-	n, _ := number(item, name)
-	return time.Duration(n) * time.Second
-}
-
-func str(item map[string]types.AttributeValue, name string) string {
-	v, _ := item[name].(*types.AttributeValueMemberS)
-	if v == nil {
-		return ""
-	}
-	return v.Value
-}
-
-func strings(item map[string]types.AttributeValue, name string) []string {
-	l, _ := item[name].(*types.AttributeValueMemberL)
-	if l == nil {
-		return nil
-	}
-	var out []string
-	for _, v := range l.Value {
-		if s, ok := v.(*types.AttributeValueMemberS); ok {
-			out = append(out, s.Value)
-		}
-	}
-	return out
 }

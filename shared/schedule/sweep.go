@@ -171,7 +171,10 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 	var wg sync.WaitGroup
 	for i, item := range items {
 		r := &res[i]
-		r.e = readEntry(item)
+		if r.e, r.err = readEntry(item); r.err != nil {
+			r.backingOff = true // nothing claimed, nothing to undo
+			continue
+		}
 		r.next, r.backingOff = now.Add(r.e.interval).Unix(), r.e.retryAfter > now.Unix()
 		if r.backingOff {
 			r.next = r.e.retryAfter
@@ -277,19 +280,22 @@ func (t *Table) unclaim(ctx context.Context, c claim) {
 	_, _ = t.move(ctx, entry{req: c.req, nextDue: c.wrote}, c.seen)
 }
 
-func readEntry(item map[string]types.AttributeValue) entry {
-	e := entry{req: Request{
-		CatalogID: str(item, catalog.PartitionKey),
-		VaultIDs:  strings(item, catalog.VaultIDsAttribute),
-	}}
-	e.nextDue, _ = number(item, catalog.NextDueAttribute)
-	e.interval = seconds(item, catalog.IntervalAttribute)
-	if e.interval <= 0 {
-		e.interval = catalog.DefaultRefreshInterval
+func readEntry(item map[string]types.AttributeValue) (entry, error) {
+	hs, err := catalog.DecodeSchedule(item)
+	if err != nil {
+		return entry{}, err
 	}
-	e.failures, _ = number(item, catalog.FailuresAttribute)
-	e.retryAfter, _ = number(item, catalog.RetryAfterAttribute)
-	return e
+	e := entry{req: Request{CatalogID: hs.CatalogID, VaultIDs: hs.VaultIDs}, interval: hs.Every()}
+	if hs.RetryAfter != nil {
+		e.retryAfter = *hs.RetryAfter
+	}
+	if hs.NextDue != nil {
+		e.nextDue = *hs.NextDue
+	}
+	if hs.Failures != nil {
+		e.failures = *hs.Failures
+	}
+	return e, nil
 }
 
 // overdue3x reports whether e's catalog is at least three intervals
