@@ -39,23 +39,9 @@ func keepShards(have, want int) bool { return have <= 2*want && want <= 2*have }
 // reference h's items and which are written. ok is false when h's version
 // is being deleted. It first finishes a retirement h records as pending.
 func (s *Dynamo) plan(ctx context.Context, id string, h head, p prepared, w *writing, now time.Time) (*plan, bool, error) {
-	pl := &plan{base: h}
-	if h.version == "" || h.expired(now) {
-		// Expired unchecked: replaced, not diffed, nothing kept.
-		pl.base = head{version: h.version, shards: h.shards, manifestChunks: h.manifestChunks}
-		pl.changes = allAdded(p)
-	} else {
-		bm, ok, err := s.readManifest(ctx, id, h.version)
-		if err != nil || !ok {
-			return nil, ok, err
-		}
-		if len(bm.tools) != h.toolCount || len(bm.refused) != h.refusedCount {
-			return nil, false, nil
-		}
-		pl.baseM = bm
-		if h.retiring != "" && h.retiring != h.version {
-			s.finishRetiring(ctx, id, h.retiring, bm.refs())
-		}
+	pl, ok, err := s.planBase(ctx, id, h, p, now)
+	if err != nil || !ok {
+		return nil, ok, err
 	}
 	if w.shards == 0 {
 		w.shards = shardCount(id, p)
@@ -63,75 +49,115 @@ func (s *Dynamo) plan(ctx context.Context, id string, h head, p prepared, w *wri
 			w.shards = h.shards
 		}
 	}
+	// Kept items keep their expiry and partition: renew a version past
+	// half its retention, or repartitioned, by writing every tool.
+	canKeep := pl.baseM != nil && h.shards == w.shards && h.toolsExpire-now.Unix() >= int64(s.retention/2/time.Second)
+	d := pl.build(p, w, canKeep)
+	if pl.baseM == nil {
+		return pl, true, nil
+	}
+	removed, err := s.itemNames(ctx, id, h.shards, d.gone)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(removed) != len(d.gone) {
+		return nil, false, nil // an item is gone: the version is being deleted
+	}
+	pl.changes = boundChanges(d.added, removed, d.changed)
+	return pl, true, nil
+}
+
+// planBase starts a plan over h's version: its manifest, read and checked
+// against the head's counts (ok false when it is being deleted), or none
+// for a new catalog or one expired unchecked, which is replaced, not
+// diffed, and keeps nothing. It finishes a retirement h records as
+// pending.
+func (s *Dynamo) planBase(ctx context.Context, id string, h head, p prepared, now time.Time) (*plan, bool, error) {
+	if h.version == "" || h.expired(now) {
+		base := head{version: h.version, shards: h.shards, manifestChunks: h.manifestChunks}
+		return &plan{base: base, changes: allAdded(p)}, true, nil
+	}
+	bm, ok, err := s.readManifest(ctx, id, h.version)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	if len(bm.tools) != h.toolCount || len(bm.refused) != h.refusedCount {
+		return nil, false, nil
+	}
+	if h.retiring != "" && h.retiring != h.version {
+		s.finishRetiring(ctx, id, h.retiring, bm.refs())
+	}
+	return &plan{base: h, baseM: bm}, true, nil
+}
+
+// baseDiff is p's diff against a plan's base by name hash; the removed
+// tools are refs whose names are still to be read.
+type baseDiff struct {
+	added, changed []string
+	gone           []ref
+}
+
+// build fills pl's manifest with p's tools: a tool whose fields and model
+// byte equal its base entry's keeps that item when canKeep; every other
+// tool not yet in w is written.
+func (pl *plan) build(p prepared, w *writing, canKeep bool) (d baseDiff) {
 	pl.m.writers = []string{p.key}
 	pl.m.refused = p.refused
+	bm := pl.baseM
 	var (
 		baseIdx  map[[nameKeyLen]byte]int
 		matched  []bool
 		writerIx = map[string]int{p.key: 0}
-		canKeep  bool
-		added    []string
-		changed  []string
 	)
-	if bm := pl.baseM; bm != nil {
+	if bm != nil {
 		baseIdx = make(map[[nameKeyLen]byte]int, len(bm.tools))
 		for j, e := range bm.tools {
 			baseIdx[e.name] = j
 		}
 		matched = make([]bool, len(bm.tools))
-		// Kept items keep their expiry and partition: renew a version past
-		// half its retention, or repartitioned, by writing every tool.
-		canKeep = h.shards == w.shards && h.toolsExpire-now.Unix() >= int64(s.retention/2/time.Second)
 	}
 	pl.m.tools = make([]mentry, len(p.entries))
 	for i, e := range p.entries {
 		me := mentry{fields: e.fields, model: modelByte(e.tool), hints: hintsByte(e.tool.Annotations)}
 		copy(me.name[:], e.hash[:nameKeyLen])
 		j, inBase := baseIdx[me.name]
-		if pl.baseM != nil {
-			switch {
-			case !inBase:
-				added = append(added, e.tool.Name)
-			case pl.baseM.tools[j].fields != me.fields:
-				changed = append(changed, e.tool.Name)
+		switch {
+		case inBase:
+			matched[j] = true
+			if bm.tools[j].fields != me.fields {
+				d.changed = append(d.changed, e.tool.Name)
 			}
-			if inBase {
-				matched[j] = true
-			}
+		case bm != nil:
+			d.added = append(d.added, e.tool.Name)
 		}
 		switch {
 		case w.written[i]:
-		case canKeep && inBase && pl.baseM.tools[j].fields == me.fields && pl.baseM.tools[j].model == me.model:
-			writer := pl.baseM.writers[pl.baseM.tools[j].writer]
-			ix, ok := writerIx[writer]
-			if !ok {
-				ix = len(pl.m.writers)
-				writerIx[writer] = ix
-				pl.m.writers = append(pl.m.writers, writer)
-			}
-			me.writer, pl.kept = ix, true
+		case canKeep && inBase && bm.tools[j].fields == me.fields && bm.tools[j].model == me.model:
+			me.writer = pl.writerOf(bm.writers[bm.tools[j].writer], writerIx)
 		default:
 			pl.write = append(pl.write, i)
 		}
 		pl.m.tools[i] = me
 	}
-	if pl.baseM != nil {
-		var gone []ref
-		for j, ok := range matched {
-			if !ok {
-				gone = append(gone, pl.baseM.ref(j))
-			}
+	for j, ok := range matched {
+		if !ok {
+			d.gone = append(d.gone, bm.ref(j))
 		}
-		removed, err := s.itemNames(ctx, id, h.shards, gone)
-		if err != nil {
-			return nil, false, err
-		}
-		if len(removed) != len(gone) {
-			return nil, false, nil // an item is gone: the version is being deleted
-		}
-		pl.changes = boundChanges(added, removed, changed)
 	}
-	return pl, true, nil
+	return d
+}
+
+// writerOf is writer's index among the new manifest's writers, added when
+// new: a tool keeps an item writer wrote.
+func (pl *plan) writerOf(writer string, ix map[string]int) int {
+	i, ok := ix[writer]
+	if !ok {
+		i = len(pl.m.writers)
+		ix[writer] = i
+		pl.m.writers = append(pl.m.writers, writer)
+	}
+	pl.kept = true
+	return i
 }
 
 // itemNames reads the names of the tool items refs names, in partitions

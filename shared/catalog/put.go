@@ -18,28 +18,9 @@ import (
 // Model names are assigned, and the diff taken, against the version the
 // head names when Put reads it; the flip records the diff with the version.
 func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
-	if err := ValidateID(id); err != nil {
-		return PutResult{}, err
-	}
 	now := s.now()
-	if d.StartedAt.IsZero() {
-		d.StartedAt = now
-	}
-	url, err := s.sealURL(ctx, id, d.Schedule)
+	p, h, err := s.start(ctx, id, d, now)
 	if err != nil {
-		return PutResult{}, err
-	}
-	p := prepare(id, d)
-	p.url = url
-	h, err := s.head(ctx, id)
-	if err != nil {
-		return PutResult{}, err
-	}
-	pr, err := s.prior(ctx, id, h, now)
-	if err != nil {
-		return PutResult{}, err
-	}
-	if err := p.finish(pr); err != nil {
 		return PutResult{}, err
 	}
 	res := PutResult{ToolCount: len(p.entries), Refused: p.refused}
@@ -87,7 +68,6 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 				return res, nil
 			}
 		}
-		var err error
 		if h, err = s.head(ctx, id); err != nil {
 			return PutResult{}, err
 		}
@@ -98,6 +78,32 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 		}
 	}
 	return PutResult{}, fmt.Errorf("%w: catalog %q changed %d times during one put", ErrUnavailable, id, maxRounds)
+}
+
+// start prepares d for id as of now, against the head it reads: the
+// server URL sealed, model names assigned.
+func (s *Dynamo) start(ctx context.Context, id string, d Discovery, now time.Time) (prepared, head, error) {
+	if err := ValidateID(id); err != nil {
+		return prepared{}, head{}, err
+	}
+	if d.StartedAt.IsZero() {
+		d.StartedAt = now
+	}
+	url, err := s.sealURL(ctx, id, d.Schedule)
+	if err != nil {
+		return prepared{}, head{}, err
+	}
+	p := prepare(id, d)
+	p.url = url
+	h, err := s.head(ctx, id)
+	if err != nil {
+		return prepared{}, head{}, err
+	}
+	pr, err := s.prior(ctx, id, h, now)
+	if err != nil {
+		return prepared{}, head{}, err
+	}
+	return p, h, p.finish(pr)
 }
 
 // prior is what Put needs of h's version to assign model names: the
