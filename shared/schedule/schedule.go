@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -112,13 +113,18 @@ func BackoffAfter(n int, interval, limit time.Duration) time.Duration {
 // GetItem, then UpdateItem conditional on the streak read; a concurrent
 // record makes it read again, at most three times.
 func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
+	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
+		expression.Name(catalog.DueShardAttribute), expression.Name(catalog.IntervalAttribute), expression.Name(catalog.FailuresAttribute))).Build()
+	if err != nil {
+		return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
 	for range 3 {
 		out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:                aws.String(t.table),
 			Key:                      headKey(id),
 			ConsistentRead:           aws.Bool(true),
-			ProjectionExpression:     aws.String("#ds, #ri, #f"),
-			ExpressionAttributeNames: map[string]string{"#ds": catalog.DueShardAttribute, "#ri": catalog.IntervalAttribute, "#f": catalog.FailuresAttribute},
+			ProjectionExpression:     proj.Projection(),
+			ExpressionAttributeNames: proj.Names(),
 		})
 		if err != nil {
 			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
@@ -131,22 +137,26 @@ func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
 			return Backoff{}, nil
 		}
 		b := Backoff{Failures: 1}
-		cond := "attribute_exists(#ds) AND attribute_not_exists(#f)"
-		values := map[string]types.AttributeValue{}
+		failures := expression.Name(catalog.FailuresAttribute)
+		streak := expression.AttributeNotExists(failures)
 		if hs.Failures != nil {
 			b.Failures = int(*hs.Failures) + 1
-			cond = "attribute_exists(#ds) AND #f = :old"
-			values[":old"] = num(*hs.Failures)
+			streak = failures.Equal(num(*hs.Failures))
 		}
 		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, hs.Every(), t.opts.BackoffCap)).Truncate(time.Second)
-		values[":n"], values[":ra"] = num(int64(b.Failures)), num(b.RetryAfter.Unix())
+		e, err := expression.NewBuilder().
+			WithUpdate(expression.Set(failures, num(int64(b.Failures))).Set(expression.Name(catalog.RetryAfterAttribute), num(b.RetryAfter.Unix()))).
+			WithCondition(expression.AttributeExists(expression.Name(catalog.DueShardAttribute)).And(streak)).Build()
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: record the failure of %q: %w", id, err)
+		}
 		_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(t.table),
 			Key:                       headKey(id),
-			UpdateExpression:          aws.String("SET #f = :n, #ra = :ra"),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  map[string]string{"#ds": catalog.DueShardAttribute, "#f": catalog.FailuresAttribute, "#ra": catalog.RetryAfterAttribute},
-			ExpressionAttributeValues: values,
+			UpdateExpression:          e.Update(),
+			ConditionExpression:       e.Condition(),
+			ExpressionAttributeNames:  e.Names(),
+			ExpressionAttributeValues: e.Values(),
 		})
 		if conditionFailed(err) {
 			continue
@@ -171,18 +181,21 @@ var ErrContended = errors.New("the head changed under every attempt")
 // GetItem when ok.
 func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) (Request, bool, error) {
 	now := t.opts.Now()
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(t.table),
-		Key:              headKey(id),
-		UpdateExpression: aws.String("SET #sr = :now"),
-		ConditionExpression: aws.String("attribute_exists(#pk) AND (attribute_exists(#sealed) OR attribute_exists(#su))" +
-			" AND (attribute_not_exists(#sr) OR #sr <= :cutoff)"),
-		ExpressionAttributeNames: map[string]string{"#pk": catalog.PartitionKey, "#sr": catalog.StaleRequestedAttribute,
-			"#sealed": catalog.SealedURLAttribute, "#su": catalog.ServerURLAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":    num(now.Unix()),
-			":cutoff": num(now.Add(-t.opts.StaleWindow).Unix()),
-		},
+	sr := expression.Name(catalog.StaleRequestedAttribute)
+	e, err := expression.NewBuilder().WithUpdate(expression.Set(sr, num(now.Unix()))).WithCondition(
+		expression.AttributeExists(expression.Name(catalog.PartitionKey)).
+			And(expression.AttributeExists(expression.Name(catalog.SealedURLAttribute)).Or(expression.AttributeExists(expression.Name(catalog.ServerURLAttribute)))).
+			And(expression.AttributeNotExists(sr).Or(sr.LessThanEqual(num(now.Add(-t.opts.StaleWindow).Unix()))))).Build()
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
+	}
+	_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.table),
+		Key:                       headKey(id),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
 	})
 	if conditionFailed(err) {
 		return Request{}, false, nil
@@ -190,12 +203,17 @@ func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) 
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
 	}
+	vi := expression.NamesList(expression.Name(catalog.VaultIDsAttribute))
+	proj, err := expression.NewBuilder().WithProjection(vi).Build()
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(t.table),
 		Key:                      headKey(id),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#vi"),
-		ExpressionAttributeNames: map[string]string{"#vi": catalog.VaultIDsAttribute},
+		ProjectionExpression:     proj.Projection(),
+		ExpressionAttributeNames: proj.Names(),
 	})
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
@@ -223,6 +241,7 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+// num is n as a DynamoDB number, for an expression.
+func num(n int64) expression.ValueBuilder {
+	return expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)})
 }
