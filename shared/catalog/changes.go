@@ -3,8 +3,6 @@ package catalog
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -133,64 +131,4 @@ fill:
 	c.Removed = append([]string{}, lists[1][:kept[1]]...)
 	c.Changed = append([]string{}, lists[2][:kept[2]]...)
 	return c
-}
-
-// encodeChanges frames c: the three counts as uvarints, then per list the
-// number of names kept and each name, length-prefixed.
-func encodeChanges(c *Changes) []byte {
-	var b []byte
-	for _, n := range []int{c.AddedCount, c.RemovedCount, c.ChangedCount} {
-		b = binary.AppendUvarint(b, uint64(n))
-	}
-	for _, l := range [][]string{c.Added, c.Removed, c.Changed} {
-		b = binary.AppendUvarint(b, uint64(len(l)))
-		for _, name := range l {
-			b = binary.AppendUvarint(b, uint64(len(name)))
-			b = append(b, name...)
-		}
-	}
-	return b
-}
-
-var errBadChanges = errors.New("catalog: malformed stored changes")
-
-// decodeChanges reverses encodeChanges.
-func decodeChanges(b []byte) (*Changes, error) {
-	uv := func() (int, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > 1<<31 {
-			return 0, errBadChanges
-		}
-		b = b[k:]
-		return int(n), nil
-	}
-	var counts [3]int
-	for i := range counts {
-		n, err := uv()
-		if err != nil {
-			return nil, err
-		}
-		counts[i] = n
-	}
-	var lists [3][]string
-	for i := range lists {
-		n, err := uv()
-		if err != nil || n > len(b) {
-			return nil, errBadChanges
-		}
-		lists[i] = make([]string, 0, n)
-		for range n {
-			m, err := uv()
-			if err != nil || m > len(b) {
-				return nil, errBadChanges
-			}
-			lists[i] = append(lists[i], string(b[:m]))
-			b = b[m:]
-		}
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errBadChanges, len(b))
-	}
-	return &Changes{Added: lists[0], Removed: lists[1], Changed: lists[2],
-		AddedCount: counts[0], RemovedCount: counts[1], ChangedCount: counts[2]}, nil
 }

@@ -3,9 +3,9 @@ package catalog_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -298,7 +298,7 @@ type lostFlip struct {
 
 func (l *lostFlip) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	l.mu.Lock()
-	fire := l.armed && strings.Contains(aws.ToString(in.UpdateExpression), "#manifest_chunks")
+	fire := l.armed && slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), "manifest_chunks")
 	if fire {
 		l.armed = false
 	}

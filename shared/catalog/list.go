@@ -3,11 +3,10 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -45,16 +44,13 @@ var summaryAttributes = []string{
 	IntervalAttribute, NextDueAttribute, FailuresAttribute, RetryAfterAttribute,
 }
 
-// projection is summaryAttributes as a ProjectionExpression with its
-// attribute names.
-func projection() (string, map[string]string) {
-	names := make(map[string]string, len(summaryAttributes)+1)
-	refs := make([]string, len(summaryAttributes))
-	for i, a := range summaryAttributes {
-		ref := "#a" + strconv.Itoa(i)
-		names[ref], refs[i] = a, ref
+// projection is summaryAttributes as a projection.
+func projection() expression.ProjectionBuilder {
+	p := expression.NamesList(name(summaryAttributes[0]))
+	for _, a := range summaryAttributes[1:] {
+		p = p.AddNames(name(a))
 	}
-	return strings.Join(refs, ", "), names
+	return p
 }
 
 // List calls fn with the Summary of every catalog in table, in no
@@ -63,14 +59,17 @@ func projection() (string, map[string]string) {
 // of the whole table, so it is an operator's tool, not a request path.
 // SDK errors (a missing table, an unreachable endpoint) come back wrapped.
 func List(ctx context.Context, api ListAPI, table string, fn func(Summary) error) error {
-	proj, names := projection()
-	names["#sk"] = SortKey
+	e, err := expression.NewBuilder().WithProjection(projection()).
+		WithFilter(name(SortKey).Equal(str(HeadSortKey))).Build()
+	if err != nil {
+		return fmt.Errorf("catalog: list %s: %w", table, err)
+	}
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(table),
-		ProjectionExpression:      aws.String(proj),
-		FilterExpression:          aws.String("#sk = :head"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":head": &types.AttributeValueMemberS{Value: HeadSortKey}},
+		ProjectionExpression:      e.Projection(),
+		FilterExpression:          e.Filter(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
 	}
 	p := dynamodb.NewScanPaginator(api, in)
 	for p.HasMorePages() {
@@ -79,7 +78,11 @@ func List(ctx context.Context, api ListAPI, table string, fn func(Summary) error
 			return fmt.Errorf("catalog: list %s: %w", table, err)
 		}
 		for _, item := range page.Items {
-			if err := fn(summaryOf(item)); err != nil {
+			sum, err := summaryOf(item)
+			if err != nil {
+				return fmt.Errorf("catalog: list %s: %w", table, err)
+			}
+			if err := fn(sum); err != nil {
 				return err
 			}
 		}
@@ -93,13 +96,16 @@ func ReadSummary(ctx context.Context, api ListAPI, table, id string) (Summary, e
 	if err := ValidateID(id); err != nil {
 		return Summary{}, err
 	}
-	proj, names := projection()
+	e, err := expression.NewBuilder().WithProjection(projection()).Build()
+	if err != nil {
+		return Summary{}, fmt.Errorf("catalog: read the head of %q: %w", id, err)
+	}
 	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(table),
 		Key:                      itemKey(id, HeadSortKey),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String(proj),
-		ExpressionAttributeNames: names,
+		ProjectionExpression:     e.Projection(),
+		ExpressionAttributeNames: e.Names(),
 	})
 	if err != nil {
 		return Summary{}, fmt.Errorf("catalog: read the head of %q: %w", id, err)
@@ -107,40 +113,34 @@ func ReadSummary(ctx context.Context, api ListAPI, table, id string) (Summary, e
 	if out.Item == nil {
 		return Summary{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return summaryOf(out.Item), nil
+	sum, err := summaryOf(out.Item)
+	if err != nil {
+		return Summary{}, fmt.Errorf("catalog: read the head of %q: %w", id, err)
+	}
+	return sum, nil
 }
 
 // summaryOf decodes a head item projected to summaryAttributes.
-func summaryOf(item map[string]types.AttributeValue) Summary {
-	s := Summary{
-		ID:           stringAttr(item, PartitionKey),
-		Version:      stringAttr(item, attrVersion),
-		DiscoveredAt: parseTime(stringAttr(item, attrDiscoveredAt)),
-		CheckedAt:    parseTime(stringAttr(item, attrCheckedAt)),
-	}
-	s.ToolCount, _ = strconv.Atoi(numberAttr(item, attrToolCount))
-	s.Failures, _ = strconv.Atoi(numberAttr(item, FailuresAttribute))
-	if n, err := strconv.ParseInt(numberAttr(item, IntervalAttribute), 10, 64); err == nil {
-		s.RefreshInterval = time.Duration(n) * time.Second
-	}
-	s.NextDue = epoch(item, NextDueAttribute)
-	s.RetryAfter = epoch(item, RetryAfterAttribute)
-	if m, ok := item[attrFailure].(*types.AttributeValueMemberM); ok {
-		s.LastFailure = &Failure{
-			ErrorType: stringAttr(m.Value, attrErrorType),
-			Message:   stringAttr(m.Value, attrMessage),
-			At:        parseTime(stringAttr(m.Value, attrAt)),
-		}
-	}
-	return s
-}
-
-// epoch is the epoch-seconds number attribute name as a UTC time, or the
-// zero time when absent.
-func epoch(item map[string]types.AttributeValue, name string) time.Time {
-	n, err := strconv.ParseInt(numberAttr(item, name), 10, 64)
+func summaryOf(item map[string]types.AttributeValue) (Summary, error) {
+	it, hs, err := decodeHead(item)
 	if err != nil {
-		return time.Time{}
+		return Summary{}, err
 	}
-	return time.Unix(n, 0).UTC()
+	s := Summary{
+		ID:              hs.CatalogID,
+		Version:         it.Version,
+		ToolCount:       it.ToolCount,
+		DiscoveredAt:    parseTime(it.DiscoveredAt),
+		CheckedAt:       parseTime(it.CheckedAt),
+		LastFailure:     it.failure(),
+		RefreshInterval: hs.Recorded(),
+		NextDue:         hs.Due(),
+	}
+	if hs.Failures != nil {
+		s.Failures = int(*hs.Failures)
+	}
+	if hs.RetryAfter != nil {
+		s.RetryAfter = time.Unix(*hs.RetryAfter, 0).UTC()
+	}
+	return s, nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,115 +58,6 @@ func (m *manifest) refs() map[ref]bool {
 		set[m.ref(i)] = true
 	}
 	return set
-}
-
-var errBadManifest = errors.New("catalog: malformed stored manifest")
-
-// encode frames m: the format byte; the writers, each length-prefixed;
-// per tool its name hash, field hash, model byte, hints byte and writer
-// index; then the refusals' names and reasons, length-prefixed. Counts and
-// lengths are uvarints.
-func (m *manifest) encode() []byte {
-	b := []byte{manifestFormat}
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(m.writers)))
-	for _, w := range m.writers {
-		str(w)
-	}
-	b = binary.AppendUvarint(b, uint64(len(m.tools)))
-	for _, e := range m.tools {
-		b = append(b, e.name[:]...)
-		b = append(b, e.fields[:]...)
-		b = append(b, e.model, e.hints)
-		b = binary.AppendUvarint(b, uint64(e.writer))
-	}
-	b = binary.AppendUvarint(b, uint64(len(m.refused)))
-	for _, r := range m.refused {
-		str(r.Name)
-		str(r.Reason)
-	}
-	return b
-}
-
-// decodeManifest reverses encode.
-func decodeManifest(b []byte) (*manifest, error) {
-	if len(b) == 0 || b[0] != manifestFormat {
-		return nil, fmt.Errorf("%w: format %v", errBadManifest, b[:min(len(b), 1)])
-	}
-	b = b[1:]
-	// uv reads a count or length, which cannot pass the bytes left.
-	uv := func() (int, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return 0, errBadManifest
-		}
-		b = b[k:]
-		return int(n), nil
-	}
-	str := func() (string, error) {
-		n, err := uv()
-		if err != nil || n > len(b) {
-			return "", errBadManifest
-		}
-		s := string(b[:n])
-		b = b[n:]
-		return s, nil
-	}
-	m := &manifest{}
-	n, err := uv()
-	if err != nil {
-		return nil, err
-	}
-	for range n {
-		w, err := str()
-		if err != nil {
-			return nil, err
-		}
-		m.writers = append(m.writers, w)
-	}
-	if n, err = uv(); err != nil {
-		return nil, err
-	}
-	const fixed = nameKeyLen + fieldHashLen + 2
-	m.tools = make([]mentry, 0, n)
-	for range n {
-		if len(b) < fixed {
-			return nil, fmt.Errorf("%w: tool %d truncated", errBadManifest, len(m.tools))
-		}
-		var e mentry
-		copy(e.name[:], b)
-		copy(e.fields[:], b[nameKeyLen:])
-		e.model, e.hints = b[fixed-2], b[fixed-1]
-		b = b[fixed:]
-		w, k := binary.Uvarint(b)
-		if k <= 0 || w >= uint64(len(m.writers)) {
-			return nil, fmt.Errorf("%w: tool %d's writer", errBadManifest, len(m.tools))
-		}
-		e.writer, b = int(w), b[k:]
-		m.tools = append(m.tools, e)
-	}
-	if n, err = uv(); err != nil {
-		return nil, err
-	}
-	m.refused = make([]mcp.Refusal, 0, n)
-	for range n {
-		name, err := str()
-		if err != nil {
-			return nil, err
-		}
-		reason, err := str()
-		if err != nil {
-			return nil, err
-		}
-		m.refused = append(m.refused, mcp.Refusal{Name: name, Reason: reason})
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errBadManifest, len(b))
-	}
-	return m, nil
 }
 
 // chunks splits an encoded manifest into pieces of at most size bytes;

@@ -25,7 +25,7 @@ func (s *Dynamo) missing(ctx context.Context, id string, h head, tools []mcp.Too
 		return err
 	case !again.exists || again.version != h.version:
 		return nil
-	case h.manifestChunks > 0 && tools == nil:
+	case tools == nil:
 		return fmt.Errorf("%w: catalog %q version %s: its version item or manifest is missing", ErrVersionMissing, id, h.version)
 	}
 	return fmt.Errorf("%w: catalog %q version %s: %d of its %d tools and %d of its %d refusals are missing",

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -212,40 +211,4 @@ func (p *prepared) settle(m string, group []int, pr prior) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-// modelExceptions encodes the entries whose model name is not their
-// default: per entry, sorted, the first 8 bytes of sha256(name) and the
-// digit count of its mapped name (9 bytes). ok is false past limit entries.
-func modelExceptions(entries []entry, limit int) (b []byte, ok bool) {
-	type exc struct {
-		key    uint64
-		digits byte
-	}
-	var xs []exc
-	for _, e := range entries {
-		if m := e.tool.ModelName; m != defaultModelName(e.tool.Name) {
-			xs = append(xs, exc{binary.BigEndian.Uint64(e.hash[:8]), byte(len(mappedDigits(m)))})
-		}
-	}
-	if len(xs) > limit {
-		return nil, false
-	}
-	slices.SortFunc(xs, func(a, b exc) int { return cmp.Compare(a.key, b.key) })
-	for _, x := range xs {
-		b = append(binary.BigEndian.AppendUint64(b, x.key), x.digits)
-	}
-	return b, true
-}
-
-// decodeModelExceptions reverses modelExceptions.
-func decodeModelExceptions(b []byte) (map[uint64]int, error) {
-	if len(b)%9 != 0 {
-		return nil, fmt.Errorf("catalog: model name exceptions of %d bytes, not a multiple of 9", len(b))
-	}
-	m := make(map[uint64]int, len(b)/9)
-	for ; len(b) > 0; b = b[9:] {
-		m[binary.BigEndian.Uint64(b)] = int(b[8])
-	}
-	return m, nil
 }

@@ -2,21 +2,14 @@ package catalog_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -154,73 +147,6 @@ const (
 	oldHash    = "7595abb34d09ba8327fdba70383a7aec1bb9215d805ec96d11662523f32fe85b"
 	oldVersion = "20261129T120000.000000000Z-00000001"
 )
-
-func nameHash(name string) []byte {
-	sum := sha256.Sum256([]byte(name))
-	return sum[:]
-}
-
-// TestDynamoReadsTheOldLayout writes a catalog item by item as stored
-// before model names, reads it, and confirms it with one write.
-func TestDynamoReadsTheOldLayout(t *testing.T) {
-	t.Parallel()
-	s, c, client, table := newCounted(t)
-	ctx := context.Background()
-	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	num := func(v int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-	}
-	expires := num(time.Now().Add(catalog.DefaultRetention).Unix())
-	var index []uint64
-	for _, tool := range oldListing.Tools {
-		index = append(index, binary.BigEndian.Uint64(nameHash(tool.Name)))
-	}
-	slices.Sort(index)
-	var ix []byte
-	for _, h := range index {
-		ix = binary.BigEndian.AppendUint64(ix, h)
-	}
-	at := catalogtest.T0.Format("2006-01-02T15:04:05.000000000Z")
-	items := []map[string]types.AttributeValue{
-		{"pk": str("old"), "sk": str("head"), "version": str(oldVersion), "latest": str(oldVersion),
-			"content_hash": str(oldHash), "protocol_version": str("2025-11-25"), "server_name": str("fixture"),
-			"server_version": str("1.0.0"), "discovered_at": str(at), "checked_at": str(at),
-			"tool_count": num(2), "refused_count": num(1), "tools_expire_at": expires, "shards": num(1),
-			"name_index": &types.AttributeValueMemberB{Value: ix}},
-		{"pk": str("old"), "sk": str("v#" + oldVersion), "shards": num(1), "expires_at": expires},
-		{"pk": str("old#" + oldVersion + "#0"), "sk": str("t#" + hex.EncodeToString(nameHash("search"))), "seq": num(0),
-			"expires_at": expires, "name": str("search"), "description": str("finds"),
-			"input_schema": &types.AttributeValueMemberB{Value: []byte(`{"type":"object"}`)}},
-		{"pk": str("old#" + oldVersion + "#0"), "sk": str("t#" + hex.EncodeToString(nameHash("get_user"))), "seq": num(1),
-			"expires_at": expires, "name": str("get_user"), "input_schema": &types.AttributeValueMemberB{Value: []byte(`{}`)}},
-		{"pk": str("old#" + oldVersion + "#0"), "sk": str("r#00000000"), "seq": num(0), "expires_at": expires,
-			"name": str("bad"), "reason": str("why")},
-	}
-	for _, item := range items {
-		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	assertOldCatalog(t, s)
-	c.take()
-	res := catalogtest.MustPut(t, s, "old", catalogtest.Discover(oldListing, time.Minute))
-	if !res.Unchanged || res.Version != oldVersion {
-		t.Errorf("same listing over the old layout = %+v, want unchanged %s", res, oldVersion)
-	}
-	if diff := cmp.Diff(map[string]int{"GetItem": 1, "UpdateItem": 1}, c.take()); diff != "" {
-		t.Errorf("unchanged put over the old layout: requests (-want +got):\n%s", diff)
-	}
-	c.take()
-	assertReplacesOld(t, s, func() {
-		// Head, the old version's one shard read whole (no tool hashes), the 4
-		// new items, flip, the 3 old items deleted, then their marker.
-		if diff := cmp.Diff(map[string]int{"GetItem": 1, "Query": 1, "BatchWriteItem": 3, "UpdateItem": 1}, c.take()); diff != "" {
-			t.Errorf("replacing the old layout: requests (-want +got):\n%s", diff)
-		}
-	})
-	catalogtest.AssertOnlyVersion(t, s, "old", catalogtest.MustGet(t, s, "old").Version)
-	assertNoOrphans(t, s, client, table, "old") // the old layout's items are retired
-}
 
 // TestDirReadsTheOldLayout writes a catalog's files as stored before
 // model names, reads them, and confirms them unchanged.

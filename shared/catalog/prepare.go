@@ -1,14 +1,10 @@
 package catalog
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -163,133 +159,6 @@ func hasNewFields(t mcp.Tool) bool {
 	return t.Title != "" || len(t.OutputSchema) > 0 || t.Annotations != nil || len(t.Meta) > 0
 }
 
-// toolFields are a tool's stored fields in frame order: name, description,
-// input schema, then title, output schema, annotations (encodeAnnotations)
-// and meta, which a tool without them omits.
-func toolFields(t mcp.Tool) [][]byte {
-	f := [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema}
-	if hasNewFields(t) {
-		f = append(f, []byte(t.Title), t.OutputSchema, encodeAnnotations(t.Annotations), t.Meta)
-	}
-	return f
-}
-
-// encodeTool frames a tool's fields (toolFields), each a uvarint length
-// then the bytes, so schemas survive byte for byte (JSON would re-compact
-// them).
-func encodeTool(t mcp.Tool) []byte {
-	var b []byte
-	for _, f := range toolFields(t) {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-	}
-	return b
-}
-
-var errBadTool = errors.New("catalog: malformed stored tool")
-
-// decodeTool reverses encodeTool: 3 fields, or 7.
-func decodeTool(b []byte) (mcp.Tool, error) {
-	var f [][]byte
-	for len(b) > 0 && len(f) < 7 {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return mcp.Tool{}, fmt.Errorf("%w: field %d truncated", errBadTool, len(f))
-		}
-		f, b = append(f, b[k:k+int(n)]), b[k+int(n):]
-	}
-	if len(b) != 0 || len(f) != 3 && len(f) != 7 {
-		return mcp.Tool{}, fmt.Errorf("%w: %d fields and %d trailing bytes", errBadTool, len(f), len(b))
-	}
-	t := mcp.Tool{Name: string(f[0]), Description: string(f[1]), InputSchema: bytes.Clone(f[2])}
-	if len(f) == 7 {
-		a, err := decodeAnnotations(f[5])
-		if err != nil {
-			return mcp.Tool{}, err
-		}
-		t.Title, t.OutputSchema, t.Annotations, t.Meta = string(f[3]), nonEmpty(f[4]), a, nonEmpty(f[6])
-	}
-	return t, nil
-}
-
-// nonEmpty is a copy of b, nil when b is empty.
-func nonEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return bytes.Clone(b)
-}
-
-// encodeAnnotations stores a: one byte per hint (read-only, destructive,
-// idempotent, open-world; 0 absent, 1 false, 2 true), then Other's bytes.
-// Nil is no bytes.
-func encodeAnnotations(a *mcp.Annotations) []byte {
-	if a == nil {
-		return nil
-	}
-	b := make([]byte, 4, 4+len(a.Other))
-	for i, h := range []*bool{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint} {
-		if h != nil {
-			b[i] = 1
-			if *h {
-				b[i] = 2
-			}
-		}
-	}
-	return append(b, a.Other...)
-}
-
-// decodeAnnotations reverses encodeAnnotations.
-func decodeAnnotations(b []byte) (*mcp.Annotations, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	if len(b) < 4 {
-		return nil, fmt.Errorf("%w: annotations of %d bytes", errBadTool, len(b))
-	}
-	var hints [4]*bool
-	for i := range hints {
-		switch b[i] {
-		case 0:
-		case 1, 2:
-			v := b[i] == 2
-			hints[i] = &v
-		default:
-			return nil, fmt.Errorf("%w: annotation hint %d is %d", errBadTool, i, b[i])
-		}
-	}
-	return &mcp.Annotations{ReadOnlyHint: hints[0], DestructiveHint: hints[1], IdempotentHint: hints[2],
-		OpenWorldHint: hints[3], Other: nonEmpty(b[4:])}, nil
-}
-
-func gzipTool(t mcp.Tool) []byte {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid
-	_, _ = zw.Write(encodeTool(t))                           // a bytes.Buffer does not fail
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-// maxToolBytes bounds a decompressed tool: far above any tool a listing
-// within mcp.MaxResponseBytes yields, even after JSON re-escaping.
-const maxToolBytes = 8 * mcp.MaxResponseBytes
-
-// gunzipTool reverses gzipTool.
-func gunzipTool(z []byte) (mcp.Tool, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return mcp.Tool{}, fmt.Errorf("%w: %v", errBadTool, err)
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(zr, maxToolBytes+1)); err != nil {
-		return mcp.Tool{}, fmt.Errorf("%w: %v", errBadTool, err)
-	}
-	if buf.Len() > maxToolBytes {
-		return mcp.Tool{}, fmt.Errorf("%w: over %d bytes decompressed", errBadTool, maxToolBytes)
-	}
-	return decodeTool(buf.Bytes())
-}
-
 // contentHash identifies a listing as stored: accepted tools in order, then
 // refusals, then, when any tool has one, every tool's title, output
 // schema, annotations and meta. Without those the hash is the one stored
@@ -323,43 +192,6 @@ func contentHash(entries []entry, refused []mcp.Refusal) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// nameIndex is the sorted first eight bytes of each name's SHA-256.
-func nameIndex(entries []entry) []byte {
-	hs := make([]uint64, len(entries))
-	for i, e := range entries {
-		hs[i] = binary.BigEndian.Uint64(e.hash[:8])
-	}
-	slices.Sort(hs)
-	b := make([]byte, 0, 8*len(hs))
-	for _, h := range hs {
-		b = binary.BigEndian.AppendUint64(b, h)
-	}
-	return b
-}
-
-// indexContains reports whether name's hash is in a nameIndex.
-func indexContains(index []byte, name string) bool {
-	_, ok := indexFind(index, name)
-	return ok
-}
-
-// indexFind returns the position of name's hash in a nameIndex.
-func indexFind(index []byte, name string) (int, bool) {
-	sum := sha256.Sum256([]byte(name))
-	want := binary.BigEndian.Uint64(sum[:8])
-	n := len(index) / 8
-	lo, hi := 0, n
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if binary.BigEndian.Uint64(index[8*mid:]) < want {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo, lo < n && binary.BigEndian.Uint64(index[8*lo:]) == want
 }
 
 func truncRefusal(r mcp.Refusal) mcp.Refusal {

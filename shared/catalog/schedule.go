@@ -1,11 +1,14 @@
 package catalog
 
 import (
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mcpfn/mcpfn/shared/text"
@@ -68,69 +71,108 @@ func DueShard(id string) string {
 	return strconv.Itoa(int(h.Sum32() % DueShards))
 }
 
+// HeadSchedule is the schedule attributes of a head item, or of a
+// DueIndex entry, as stored; DecodeSchedule is their one reader. Numbers
+// are epoch seconds or seconds; a nil pointer is an absent attribute.
+type HeadSchedule struct {
+	CatalogID    string   `dynamodbav:"pk"`
+	SealedURL    []byte   `dynamodbav:"server_url_sealed"`
+	ClearURL     string   `dynamodbav:"server_url"` // as heads kept it before sealing
+	ServerOrigin string   `dynamodbav:"server_origin"`
+	VaultIDs     []string `dynamodbav:"vault_ids"` // nil when none
+	// VaultIDsRecorded reports whether vault_ids is there, even empty.
+	VaultIDsRecorded bool    `dynamodbav:"-"`
+	Interval         *int64  `dynamodbav:"refresh_interval"`
+	NextDue          *int64  `dynamodbav:"next_due"`
+	DueShard         *string `dynamodbav:"due_shard"` // set: on the schedule
+	Failures         *int64  `dynamodbav:"failures"`
+	RetryAfter       *int64  `dynamodbav:"retry_after"`
+}
+
+// DecodeSchedule reads the schedule attributes of item (a head, or a
+// DueIndex entry); the others are ignored.
+func DecodeSchedule(item map[string]types.AttributeValue) (HeadSchedule, error) {
+	var hs HeadSchedule
+	if err := attributevalue.UnmarshalMap(item, &hs); err != nil {
+		return HeadSchedule{}, fmt.Errorf("catalog: schedule attributes: %w", err)
+	}
+	hs.VaultIDsRecorded = hs.VaultIDs != nil
+	if len(hs.VaultIDs) == 0 {
+		hs.VaultIDs = nil
+	}
+	return hs, nil
+}
+
+// Recorded is the recorded refresh interval; 0 when none.
+func (hs HeadSchedule) Recorded() time.Duration {
+	if hs.Interval == nil {
+		return 0
+	}
+	return time.Duration(*hs.Interval) * time.Second
+}
+
+// Every is the interval a sweep schedules by: the recorded one, or
+// DefaultRefreshInterval when none is recorded or it is not positive.
+func (hs HeadSchedule) Every() time.Duration {
+	if iv := hs.Recorded(); iv > 0 {
+		return iv
+	}
+	return DefaultRefreshInterval
+}
+
+// Due is NextDue as a time; zero when absent.
+func (hs HeadSchedule) Due() time.Time {
+	if hs.NextDue == nil {
+		return time.Time{}
+	}
+	return time.Unix(*hs.NextDue, 0).UTC()
+}
+
+// Origin is the server's origin: as recorded, else that of ClearURL.
+func (hs HeadSchedule) Origin() string {
+	if hs.ServerOrigin != "" {
+		return hs.ServerOrigin
+	}
+	return text.Origin(hs.ClearURL)
+}
+
 // interval is the interval a Put of sc records over the head's.
 func (sc *Schedule) interval(h head) time.Duration {
 	switch {
 	case sc.Interval != nil:
 		return *sc.Interval
-	case h.intervalSet:
-		return h.interval
+	case h.sched.Interval != nil:
+		return h.sched.Recorded()
 	}
 	return DefaultRefreshInterval
 }
 
-// schedule adds the attributes a Put of sc (its URL as url) records for
-// id to set and remove; nothing when sc is nil.
-func (e *expr) schedule(id string, sc *Schedule, url sealedURL, h head, started time.Time, set, remove []string) ([]string, []string) {
+// schedule adds to u what a Put of sc (its URL as url) records for id;
+// nothing when sc is nil.
+func schedule(u expression.UpdateBuilder, id string, sc *Schedule, url sealedURL, h head, started time.Time) expression.UpdateBuilder {
 	if sc == nil {
-		return set, remove
+		return u
 	}
 	iv := sc.interval(h)
 	vaults := make([]types.AttributeValue, len(sc.VaultIDs))
 	for i, v := range sc.VaultIDs {
 		vaults[i] = &types.AttributeValueMemberS{Value: v}
 	}
-	set = append(set, e.n(OriginAttribute)+" = "+e.s("so", url.origin))
+	u = u.Set(name(OriginAttribute), str(url.origin))
 	if url.sealed != nil {
-		set = append(set, e.n(SealedURLAttribute)+" = "+e.b("su", url.sealed))
+		u = u.Set(name(SealedURLAttribute), bin(url.sealed))
 	} else {
-		remove = append(remove, e.n(SealedURLAttribute))
+		u = u.Remove(name(SealedURLAttribute))
 	}
-	remove = append(remove, e.n(ServerURLAttribute))
-	set = append(set,
-		e.n(VaultIDsAttribute)+" = "+e.v("vi", &types.AttributeValueMemberL{Value: vaults}),
-		e.n(IntervalAttribute)+" = "+e.num("ri", int64(iv/time.Second)),
-	)
-	remove = append(remove, e.n(FailuresAttribute), e.n(RetryAfterAttribute))
+	u = u.Remove(name(ServerURLAttribute)).
+		Set(name(VaultIDsAttribute), expression.Value(&types.AttributeValueMemberL{Value: vaults})).
+		Set(name(IntervalAttribute), num(int64(iv/time.Second))).
+		Remove(name(FailuresAttribute)).Remove(name(RetryAfterAttribute))
 	if iv <= 0 {
-		return set, append(remove, e.n(NextDueAttribute), e.n(DueShardAttribute))
+		return u.Remove(name(NextDueAttribute)).Remove(name(DueShardAttribute))
 	}
-	return append(set,
-		e.n(NextDueAttribute)+" = "+e.num("nd", started.Add(iv).Unix()),
-		e.n(DueShardAttribute)+" = "+e.s("ds", DueShard(id)),
-	), remove
-}
-
-// readSchedule fills h's schedule fields from the head item.
-func (h *head) readSchedule(item map[string]types.AttributeValue) {
-	h.clearURL = stringAttr(item, ServerURLAttribute)
-	h.sealedURL = binaryAttr(item, SealedURLAttribute)
-	if h.origin = stringAttr(item, OriginAttribute); h.origin == "" {
-		h.origin = text.Origin(h.clearURL)
-	}
-	if l, ok := item[VaultIDsAttribute].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			if s, ok := v.(*types.AttributeValueMemberS); ok {
-				h.vaultIDs = append(h.vaultIDs, s.Value)
-			}
-		}
-	}
-	if n, err := strconv.ParseInt(numberAttr(item, IntervalAttribute), 10, 64); err == nil {
-		h.interval, h.intervalSet = time.Duration(n)*time.Second, true
-	}
-	if n, err := strconv.ParseInt(numberAttr(item, NextDueAttribute), 10, 64); err == nil {
-		h.nextDue = time.Unix(n, 0).UTC()
-	}
+	return u.Set(name(NextDueAttribute), num(started.Add(iv).Unix())).
+		Set(name(DueShardAttribute), str(DueShard(id)))
 }
 
 // dueIndex is DueIndex as CreateTable defines it.

@@ -93,12 +93,12 @@ func (s *Dynamo) ServerURL(ctx context.Context, id string) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case len(h.sealedURL) > 0 && s.sealer != nil:
-		return s.sealer.Open(ctx, id, h.sealedURL)
-	case len(h.sealedURL) > 0:
+	case len(h.sched.SealedURL) > 0 && s.sealer != nil:
+		return s.sealer.Open(ctx, id, h.sched.SealedURL)
+	case len(h.sched.SealedURL) > 0:
 		return "", fmt.Errorf("%w: catalog %q: the store has no key to open its sealed URL", ErrNoServerURL, id)
-	case h.clearURL != "":
-		return h.clearURL, nil
+	case h.sched.ClearURL != "":
+		return h.sched.ClearURL, nil
 	case !h.exists:
 		return "", fmt.Errorf("%w: catalog %q has no head", ErrNoServerURL, id)
 	}

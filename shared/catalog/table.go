@@ -113,21 +113,19 @@ func ensureDueIndex(ctx context.Context, client TableAPI, table string) error {
 	return waitActive(ctx, client, table)
 }
 
+// TableWait bounds how long CreateTable waits for the table to be active,
+// once after creating it and once after adding DueIndex.
+const TableWait = 10 * time.Minute
+
+// waitActive waits with the SDK's waiter, polling every 200 ms to 5 s.
 func waitActive(ctx context.Context, client TableAPI, table string) error {
-	for {
-		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-		if err != nil {
-			return fmt.Errorf("catalog: describe table %s: %w", table, err)
-		}
-		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("catalog: table %s not active: %w", table, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 200*time.Millisecond, 5*time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, TableWait); err != nil {
+		return fmt.Errorf("catalog: table %s not active: %w", table, err)
 	}
+	return nil
 }
 
 // Attribute readers: the value of an attribute of the type, else zero.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -284,49 +285,46 @@ type record struct {
 	pending    string // the pending state's JSON, on a suspended or a resumed record
 }
 
+// stored is an item as stored, decoded with attributevalue; a nil pointer
+// is an absent attribute.
+type stored struct {
+	State      string  `dynamodbav:"state"`
+	Owner      string  `dynamodbav:"owner"`
+	Pending    string  `dynamodbav:"pending"`
+	PrevOwner  string  `dynamodbav:"prev_owner"`
+	Outcome    *string `dynamodbav:"outcome"`
+	LeaseUntil *int64  `dynamodbav:"lease_until"`
+}
+
 func decode(item map[string]types.AttributeValue) (record, error) {
-	state, _ := item[attrState].(*types.AttributeValueMemberS)
-	if state == nil {
+	var it stored
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return record{}, fmt.Errorf("unreadable record: %w", err)
+	}
+	switch it.State {
+	case "":
 		return record{}, errors.New("record without state")
-	}
-	var owner, pending, prev string
-	if o, ok := item[attrOwner].(*types.AttributeValueMemberS); ok {
-		owner = o.Value
-	}
-	if p, ok := item[attrPending].(*types.AttributeValueMemberS); ok {
-		pending = p.Value
-	}
-	if p, ok := item[attrPrevOwner].(*types.AttributeValueMemberS); ok {
-		prev = p.Value
-	}
-	switch state.Value {
 	case statePending:
-		if pending == "" {
+		if it.Pending == "" {
 			return record{}, errors.New("pending record without pending state")
 		}
-		return record{suspended: true, owner: owner, prevOwner: prev, pending: pending}, nil
+		return record{suspended: true, owner: it.Owner, prevOwner: it.PrevOwner, pending: it.Pending}, nil
 	case stateDone:
-		s, _ := item[attrOutcome].(*types.AttributeValueMemberS)
-		if s == nil {
+		if it.Outcome == nil {
 			return record{}, errors.New("done record without outcome")
 		}
 		var o Outcome
-		if err := json.Unmarshal([]byte(s.Value), &o); err != nil {
+		if err := json.Unmarshal([]byte(*it.Outcome), &o); err != nil {
 			return record{}, fmt.Errorf("done record with unreadable outcome: %w", err)
 		}
-		return record{done: true, owner: owner, outcome: o}, nil
+		return record{done: true, owner: it.Owner, outcome: o}, nil
 	case stateRunning:
-		n, _ := item[attrLeaseUntil].(*types.AttributeValueMemberN)
-		if n == nil {
+		if it.LeaseUntil == nil {
 			return record{}, errors.New("running record without lease_until")
 		}
-		ms, err := strconv.ParseInt(n.Value, 10, 64)
-		if err != nil {
-			return record{}, fmt.Errorf("running record with lease_until %q: %w", n.Value, err)
-		}
-		return record{owner: owner, leaseUntil: time.UnixMilli(ms), pending: pending}, nil
+		return record{owner: it.Owner, leaseUntil: time.UnixMilli(*it.LeaseUntil), pending: it.Pending}, nil
 	default:
-		return record{}, fmt.Errorf("record with state %q", state.Value)
+		return record{}, fmt.Errorf("record with state %q", it.State)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -112,40 +113,50 @@ func BackoffAfter(n int, interval, limit time.Duration) time.Duration {
 // GetItem, then UpdateItem conditional on the streak read; a concurrent
 // record makes it read again, at most three times.
 func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
+	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
+		expression.Name(catalog.DueShardAttribute), expression.Name(catalog.IntervalAttribute), expression.Name(catalog.FailuresAttribute))).Build()
+	if err != nil {
+		return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
 	for range 3 {
 		out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:                aws.String(t.table),
 			Key:                      headKey(id),
 			ConsistentRead:           aws.Bool(true),
-			ProjectionExpression:     aws.String("#ds, #ri, #f"),
-			ExpressionAttributeNames: map[string]string{"#ds": catalog.DueShardAttribute, "#ri": catalog.IntervalAttribute, "#f": catalog.FailuresAttribute},
+			ProjectionExpression:     proj.Projection(),
+			ExpressionAttributeNames: proj.Names(),
 		})
 		if err != nil {
 			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
 		}
-		if _, ok := out.Item[catalog.DueShardAttribute]; !ok {
+		hs, err := catalog.DecodeSchedule(out.Item)
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+		}
+		if hs.DueShard == nil {
 			return Backoff{}, nil
 		}
-		iv := seconds(out.Item, catalog.IntervalAttribute)
-		if iv <= 0 {
-			iv = catalog.DefaultRefreshInterval
+		b := Backoff{Failures: 1}
+		failures := expression.Name(catalog.FailuresAttribute)
+		streak := expression.AttributeNotExists(failures)
+		if hs.Failures != nil {
+			b.Failures = int(*hs.Failures) + 1
+			streak = failures.Equal(num(*hs.Failures))
 		}
-		old, hadFailures := number(out.Item, catalog.FailuresAttribute)
-		b := Backoff{Failures: int(old) + 1}
-		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, iv, t.opts.BackoffCap)).Truncate(time.Second)
-		cond := "attribute_exists(#ds) AND attribute_not_exists(#f)"
-		values := map[string]types.AttributeValue{":n": num(int64(b.Failures)), ":ra": num(b.RetryAfter.Unix())}
-		if hadFailures {
-			cond = "attribute_exists(#ds) AND #f = :old"
-			values[":old"] = num(old)
+		b.RetryAfter = t.opts.Now().Add(BackoffAfter(b.Failures, hs.Every(), t.opts.BackoffCap)).Truncate(time.Second)
+		e, err := expression.NewBuilder().
+			WithUpdate(expression.Set(failures, num(int64(b.Failures))).Set(expression.Name(catalog.RetryAfterAttribute), num(b.RetryAfter.Unix()))).
+			WithCondition(expression.AttributeExists(expression.Name(catalog.DueShardAttribute)).And(streak)).Build()
+		if err != nil {
+			return Backoff{}, fmt.Errorf("schedule: record the failure of %q: %w", id, err)
 		}
 		_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(t.table),
 			Key:                       headKey(id),
-			UpdateExpression:          aws.String("SET #f = :n, #ra = :ra"),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  map[string]string{"#ds": catalog.DueShardAttribute, "#f": catalog.FailuresAttribute, "#ra": catalog.RetryAfterAttribute},
-			ExpressionAttributeValues: values,
+			UpdateExpression:          e.Update(),
+			ConditionExpression:       e.Condition(),
+			ExpressionAttributeNames:  e.Names(),
+			ExpressionAttributeValues: e.Values(),
 		})
 		if conditionFailed(err) {
 			continue
@@ -170,18 +181,21 @@ var ErrContended = errors.New("the head changed under every attempt")
 // GetItem when ok.
 func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) (Request, bool, error) {
 	now := t.opts.Now()
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(t.table),
-		Key:              headKey(id),
-		UpdateExpression: aws.String("SET #sr = :now"),
-		ConditionExpression: aws.String("attribute_exists(#pk) AND (attribute_exists(#sealed) OR attribute_exists(#su))" +
-			" AND (attribute_not_exists(#sr) OR #sr <= :cutoff)"),
-		ExpressionAttributeNames: map[string]string{"#pk": catalog.PartitionKey, "#sr": catalog.StaleRequestedAttribute,
-			"#sealed": catalog.SealedURLAttribute, "#su": catalog.ServerURLAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":    num(now.Unix()),
-			":cutoff": num(now.Add(-t.opts.StaleWindow).Unix()),
-		},
+	sr := expression.Name(catalog.StaleRequestedAttribute)
+	e, err := expression.NewBuilder().WithUpdate(expression.Set(sr, num(now.Unix()))).WithCondition(
+		expression.AttributeExists(expression.Name(catalog.PartitionKey)).
+			And(expression.AttributeExists(expression.Name(catalog.SealedURLAttribute)).Or(expression.AttributeExists(expression.Name(catalog.ServerURLAttribute)))).
+			And(expression.AttributeNotExists(sr).Or(sr.LessThanEqual(num(now.Add(-t.opts.StaleWindow).Unix()))))).Build()
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
+	}
+	_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.table),
+		Key:                       headKey(id),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
 	})
 	if conditionFailed(err) {
 		return Request{}, false, nil
@@ -189,18 +203,27 @@ func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) 
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
 	}
+	vi := expression.NamesList(expression.Name(catalog.VaultIDsAttribute))
+	proj, err := expression.NewBuilder().WithProjection(vi).Build()
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(t.table),
 		Key:                      headKey(id),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#vi"),
-		ExpressionAttributeNames: map[string]string{"#vi": catalog.VaultIDsAttribute},
+		ProjectionExpression:     proj.Projection(),
+		ExpressionAttributeNames: proj.Names(),
 	})
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
 	}
-	req := Request{CatalogID: id, VaultIDs: strings(out.Item, catalog.VaultIDsAttribute)}
-	if _, recorded := out.Item[catalog.VaultIDsAttribute]; !recorded {
+	hs, err := catalog.DecodeSchedule(out.Item)
+	if err != nil {
+		return Request{}, false, fmt.Errorf("schedule: read the head of %q: %w", id, err)
+	}
+	req := Request{CatalogID: id, VaultIDs: hs.VaultIDs}
+	if !hs.VaultIDsRecorded {
 		req.VaultIDs = vaultIDs
 	}
 	return req, true, nil
@@ -218,42 +241,7 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func number(item map[string]types.AttributeValue, name string) (int64, bool) {
-	v, ok := item[name].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	return n, err == nil
-}
-
-func seconds(item map[string]types.AttributeValue, name string) time.Duration {
-	n, _ := number(item, name)
-	return time.Duration(n) * time.Second
-}
-
-func str(item map[string]types.AttributeValue, name string) string {
-	v, _ := item[name].(*types.AttributeValueMemberS)
-	if v == nil {
-		return ""
-	}
-	return v.Value
-}
-
-func strings(item map[string]types.AttributeValue, name string) []string {
-	l, _ := item[name].(*types.AttributeValueMemberL)
-	if l == nil {
-		return nil
-	}
-	var out []string
-	for _, v := range l.Value {
-		if s, ok := v.(*types.AttributeValueMemberS); ok {
-			out = append(out, s.Value)
-		}
-	}
-	return out
+// num is n as a DynamoDB number, for an expression.
+func num(n int64) expression.ValueBuilder {
+	return expression.Value(&types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -113,18 +114,21 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, p *pace, q Enqueuer
 		if ctx.Err() != nil {
 			return sw, nil
 		}
+		e, err := expression.NewBuilder().WithKeyCondition(
+			expression.Key(catalog.DueShardAttribute).Equal(expression.Value(&types.AttributeValueMemberS{Value: shard})).
+				And(expression.Key(catalog.NextDueAttribute).LessThanEqual(num(now.Unix())))).Build()
+		if err != nil {
+			return sw, fmt.Errorf("schedule: query due shard %s: %w", shard, err)
+		}
 		asked := time.Now()
 		out, err := t.api.Query(ctx, &dynamodb.QueryInput{
-			TableName:                aws.String(t.table),
-			IndexName:                aws.String(catalog.DueIndex),
-			KeyConditionExpression:   aws.String("#ds = :ds AND #nd <= :now"),
-			ExpressionAttributeNames: map[string]string{"#ds": catalog.DueShardAttribute, "#nd": catalog.NextDueAttribute},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":ds":  &types.AttributeValueMemberS{Value: shard},
-				":now": num(now.Unix()),
-			},
-			Limit:             aws.Int32(t.opts.PageSize),
-			ExclusiveStartKey: start,
+			TableName:                 aws.String(t.table),
+			IndexName:                 aws.String(catalog.DueIndex),
+			KeyConditionExpression:    e.KeyCondition(),
+			ExpressionAttributeNames:  e.Names(),
+			ExpressionAttributeValues: e.Values(),
+			Limit:                     aws.Int32(t.opts.PageSize),
+			ExclusiveStartKey:         start,
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -171,7 +175,10 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 	var wg sync.WaitGroup
 	for i, item := range items {
 		r := &res[i]
-		r.e = readEntry(item)
+		if r.e, r.err = readEntry(item); r.err != nil {
+			r.backingOff = true // nothing claimed, nothing to undo
+			continue
+		}
 		r.next, r.backingOff = now.Add(r.e.interval).Unix(), r.e.retryAfter > now.Unix()
 		if r.backingOff {
 			r.next = r.e.retryAfter
@@ -247,13 +254,18 @@ func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) (sent, unan
 // returned; ok false means another writer (a sweep, a discovery, taking
 // it off the schedule) changed it first.
 func (t *Table) move(ctx context.Context, e entry, next int64) (bool, error) {
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	nd := expression.Name(catalog.NextDueAttribute)
+	x, err := expression.NewBuilder().WithUpdate(expression.Set(nd, num(next))).WithCondition(nd.Equal(num(e.nextDue))).Build()
+	if err != nil {
+		return false, fmt.Errorf("schedule: claim %q: %w", e.req.CatalogID, err)
+	}
+	_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.table),
 		Key:                       headKey(e.req.CatalogID),
-		UpdateExpression:          aws.String("SET #nd = :next"),
-		ConditionExpression:       aws.String("#nd = :seen"),
-		ExpressionAttributeNames:  map[string]string{"#nd": catalog.NextDueAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":next": num(next), ":seen": num(e.nextDue)},
+		UpdateExpression:          x.Update(),
+		ConditionExpression:       x.Condition(),
+		ExpressionAttributeNames:  x.Names(),
+		ExpressionAttributeValues: x.Values(),
 	})
 	switch {
 	case conditionFailed(err):
@@ -277,19 +289,22 @@ func (t *Table) unclaim(ctx context.Context, c claim) {
 	_, _ = t.move(ctx, entry{req: c.req, nextDue: c.wrote}, c.seen)
 }
 
-func readEntry(item map[string]types.AttributeValue) entry {
-	e := entry{req: Request{
-		CatalogID: str(item, catalog.PartitionKey),
-		VaultIDs:  strings(item, catalog.VaultIDsAttribute),
-	}}
-	e.nextDue, _ = number(item, catalog.NextDueAttribute)
-	e.interval = seconds(item, catalog.IntervalAttribute)
-	if e.interval <= 0 {
-		e.interval = catalog.DefaultRefreshInterval
+func readEntry(item map[string]types.AttributeValue) (entry, error) {
+	hs, err := catalog.DecodeSchedule(item)
+	if err != nil {
+		return entry{}, err
 	}
-	e.failures, _ = number(item, catalog.FailuresAttribute)
-	e.retryAfter, _ = number(item, catalog.RetryAfterAttribute)
-	return e
+	e := entry{req: Request{CatalogID: hs.CatalogID, VaultIDs: hs.VaultIDs}, interval: hs.Every()}
+	if hs.RetryAfter != nil {
+		e.retryAfter = *hs.RetryAfter
+	}
+	if hs.NextDue != nil {
+		e.nextDue = *hs.NextDue
+	}
+	if hs.Failures != nil {
+		e.failures = *hs.Failures
+	}
+	return e, nil
 }
 
 // overdue3x reports whether e's catalog is at least three intervals

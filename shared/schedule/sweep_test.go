@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,8 +59,9 @@ func (m *memTable) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	shard := in.ExpressionAttributeValues[":ds"].(*types.AttributeValueMemberS).Value
-	now, _ := strconv.ParseInt(in.ExpressionAttributeValues[":now"].(*types.AttributeValueMemberN).Value, 10, 64)
+	kc := compared(in.KeyConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	shard := kc[catalog.DueShardAttribute].(*types.AttributeValueMemberS).Value
+	now, _ := strconv.ParseInt(kc[catalog.NextDueAttribute].(*types.AttributeValueMemberN).Value, 10, 64)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := &dynamodb.QueryOutput{}
@@ -76,8 +78,10 @@ func (m *memTable) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func
 
 func (m *memTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	id := in.Key[catalog.PartitionKey].(*types.AttributeValueMemberS).Value
-	seen, _ := strconv.ParseInt(in.ExpressionAttributeValues[":seen"].(*types.AttributeValueMemberN).Value, 10, 64)
-	next, _ := strconv.ParseInt(in.ExpressionAttributeValues[":next"].(*types.AttributeValueMemberN).Value, 10, 64)
+	cond := compared(in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	set := compared(in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	seen, _ := strconv.ParseInt(cond[catalog.NextDueAttribute].(*types.AttributeValueMemberN).Value, 10, 64)
+	next, _ := strconv.ParseInt(set[catalog.NextDueAttribute].(*types.AttributeValueMemberN).Value, 10, 64)
 	if next < seen {
 		d, _ := ctx.Deadline()
 		m.mu.Lock()
@@ -308,4 +312,16 @@ func TestEnqueueReportsEachEntry(t *testing.T) {
 	if total, _ := q.count(); total != 8 {
 		t.Errorf("%d messages kept, want 8", total)
 	}
+}
+
+// comparison is one "#name op :value" term of an expression.
+var comparison = regexp.MustCompile(`(#\w+) (=|<=|<|>=|>) (:\w+)`)
+
+// compared maps each attribute expr compares or sets to its value.
+func compared(expr *string, names map[string]string, values map[string]types.AttributeValue) map[string]types.AttributeValue {
+	out := map[string]types.AttributeValue{}
+	for _, m := range comparison.FindAllStringSubmatch(aws.ToString(expr), -1) {
+		out[names[m[1]]] = values[m[3]]
+	}
+	return out
 }

@@ -4,14 +4,98 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 )
+
+// getItem reads one item consistently; nil when absent.
+func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, "get "+strconv.Quote(id)+" "+sk, func() (err error) {
+		out, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            itemKey(id, sk),
+			ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// query calls fn for every item under partition key pk, in sort-key
+// order, reading consistently; keysOnly projects the keys.
+func (s *Dynamo) query(ctx context.Context, pk string, keysOnly bool, fn func(map[string]types.AttributeValue) error) error {
+	var attrs []string
+	if keysOnly {
+		attrs = []string{PartitionKey, SortKey}
+	}
+	return s.queryAttrs(ctx, pk, attrs, fn)
+}
+
+// queryAttrs is query projecting attrs; nil is every attribute.
+func (s *Dynamo) queryAttrs(ctx context.Context, pk string, attrs []string, fn func(map[string]types.AttributeValue) error) error {
+	b := expression.NewBuilder().WithKeyCondition(expression.Key(PartitionKey).Equal(str(pk)))
+	if attrs != nil {
+		proj := expression.NamesList(name(attrs[0]))
+		for _, a := range attrs[1:] {
+			proj = proj.AddNames(name(a))
+		}
+		b = b.WithProjection(proj)
+	}
+	return s.runQuery(ctx, b, fn)
+}
+
+// queryPrefix calls fn for every item under pk whose sort key starts with
+// prefix.
+func (s *Dynamo) queryPrefix(ctx context.Context, pk, prefix string, fn func(map[string]types.AttributeValue) error) error {
+	key := expression.Key(PartitionKey).Equal(str(pk)).And(expression.Key(SortKey).BeginsWith(prefix))
+	return s.runQuery(ctx, expression.NewBuilder().WithKeyCondition(key), fn)
+}
+
+// runQuery runs the query b builds, consistently, page by page.
+func (s *Dynamo) runQuery(ctx context.Context, b expression.Builder, fn func(map[string]types.AttributeValue) error) error {
+	e, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("catalog: query: %w", err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    e.KeyCondition(),
+		ProjectionExpression:      e.Projection(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	}
+	for {
+		var out *dynamodb.QueryOutput
+		err := s.retry(ctx, "query "+*in.KeyConditionExpression, func() (err error) {
+			out, err = s.api.Query(ctx, in)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, item := range out.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
 
 // MaxBatchItems is DynamoDB's limit on requests in one BatchWriteItem.
 const MaxBatchItems = 25
@@ -89,38 +173,20 @@ func (s *Dynamo) putItems(ctx context.Context, n int, item func(i int) map[strin
 	})
 }
 
-// parallel calls fn for 0 ≤ i < n, workers at a time. The first error
-// cancels the calls not yet made and is returned.
+// parallel calls fn for 0 ≤ i < n, workers at a time (errgroup). The
+// first error cancels the calls not yet made and is returned; a ctx that
+// ends first wraps ErrUnavailable.
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		next  = make(chan int)
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		})
-	}
-send:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break send
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
