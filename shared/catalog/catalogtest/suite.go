@@ -54,45 +54,6 @@ func Discover(l mcp.Listing, offset time.Duration) catalog.Discovery {
 	}
 }
 
-// Run runs the behavioural tests every catalog store passes, but Big.
-// newStore returns an empty store; subtests run in parallel.
-func Run(t *testing.T, newStore func(t *testing.T) Store) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, Store)
-	}{
-		{"RoundTrip", testRoundTrip},
-		{"Empty", testEmpty},
-		{"Replace", testReplace},
-		{"Unchanged", testUnchanged},
-		{"OlderLoses", testOlderLoses},
-		{"SameStart", testSameStart},
-		{"Race", testRace},
-		{"Oversized", testOversized},
-		{"Duplicates", testDuplicates},
-		{"Failure", testFailure},
-		{"FailureFirst", testFailureFirst},
-		{"NotFound", testNotFound},
-		{"ReadersSeeWholeVersions", testReaders},
-		{"ServerDiscovery", testServerDiscovery},
-		{"FullEntries", testFullEntries},
-		{"OversizedFields", testOversizedFields},
-		{"ModelNames", testModelNames},
-		{"ModelNamesStable", testModelNamesStable},
-		{"ModelNamesExhausted", testModelNamesExhausted},
-		{"Changes", testChanges},
-		{"ChangesRace", testChangesRace},
-		{"ChangesBound", testChangesBound},
-		{"LookupHints", testLookupHints},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStore(t))
-		})
-	}
-}
-
 // MustPut puts d and fails the test on error.
 func MustPut(t testing.TB, s catalog.Store, id string, d catalog.Discovery) catalog.PutResult {
 	t.Helper()
@@ -190,19 +151,5 @@ func AssertOnlyVersion(t testing.TB, s Store, id, version string) {
 	}
 	if diff := cmp.Diff([]string{version}, got); diff != "" {
 		t.Errorf("stored versions (-want +got):\n%s", diff)
-	}
-}
-
-// assertLookup checks Lookup(id, name); a want that is Found without a
-// Name means name itself.
-func assertLookup(t *testing.T, s Store, id, name string, want catalog.Membership) {
-	t.Helper()
-	want = LookupWant(name, want)
-	got, err := s.Lookup(context.Background(), id, name)
-	if err != nil {
-		t.Fatalf("Lookup(%q, %q): %v", id, name, err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Lookup(%q) (-want +got):\n%s", name, diff)
 	}
 }
