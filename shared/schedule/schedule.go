@@ -150,14 +150,7 @@ func (t *Table) RecordFailure(ctx context.Context, id string) (Backoff, error) {
 		if err != nil {
 			return Backoff{}, fmt.Errorf("schedule: record the failure of %q: %w", id, err)
 		}
-		_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(t.table),
-			Key:                       headKey(id),
-			UpdateExpression:          e.Update(),
-			ConditionExpression:       e.Condition(),
-			ExpressionAttributeNames:  e.Names(),
-			ExpressionAttributeValues: e.Values(),
-		})
+		err = t.updateHead(ctx, id, e)
 		if conditionFailed(err) {
 			continue
 		}
@@ -189,14 +182,7 @@ func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) 
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule: claim a re-discovery of %q: %w", id, err)
 	}
-	_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.table),
-		Key:                       headKey(id),
-		UpdateExpression:          e.Update(),
-		ConditionExpression:       e.Condition(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	})
+	err = t.updateHead(ctx, id, e)
 	if conditionFailed(err) {
 		return Request{}, false, nil
 	}
@@ -227,6 +213,19 @@ func (t *Table) StaleRequest(ctx context.Context, id string, vaultIDs []string) 
 		req.VaultIDs = vaultIDs
 	}
 	return req, true, nil
+}
+
+// updateHead applies e's update to id's head under e's condition.
+func (t *Table) updateHead(ctx context.Context, id string, e expression.Expression) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.table),
+		Key:                       headKey(id),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	})
+	return err
 }
 
 func headKey(id string) map[string]types.AttributeValue {

@@ -259,14 +259,7 @@ func (t *Table) move(ctx context.Context, e entry, next int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("schedule: claim %q: %w", e.req.CatalogID, err)
 	}
-	_, err = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.table),
-		Key:                       headKey(e.req.CatalogID),
-		UpdateExpression:          x.Update(),
-		ConditionExpression:       x.Condition(),
-		ExpressionAttributeNames:  x.Names(),
-		ExpressionAttributeValues: x.Values(),
-	})
+	err = t.updateHead(ctx, e.req.CatalogID, x)
 	switch {
 	case conditionFailed(err):
 		return false, nil
