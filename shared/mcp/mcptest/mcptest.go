@@ -80,6 +80,25 @@ type Counters struct {
 	requests int
 	methods  []string
 	calls    map[string]int
+	traces   []Trace
+}
+
+// Trace is the W3C trace context one request carried: its method (as
+// Methods), the traceparent HTTP header and params._meta.traceparent (""
+// when absent), and the same for tracestate.
+type Trace struct {
+	Method      string
+	Header      string
+	Meta        string
+	HeaderState string
+	MetaState   string
+}
+
+// Traces returns one Trace per HTTP request, in arrival order.
+func (c *Counters) Traces() []Trace {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.traces)
 }
 
 // Requests returns the number of HTTP requests received, including refused ones.
@@ -105,11 +124,13 @@ func (c *Counters) CallCount(tool string) int {
 	return c.calls[tool]
 }
 
-func (c *Counters) request(method string) {
+func (c *Counters) request(method string, tr Trace) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests++
 	c.methods = append(c.methods, method)
+	tr.Method = method
+	c.traces = append(c.traces, tr)
 }
 
 func (c *Counters) ran(tool string) {
@@ -204,31 +225,45 @@ func LoopbackClient(rawURL string, timeout time.Duration) (*http.Client, error) 
 // is read, up to 8 MiB, and restored for the next handler), else the HTTP
 // method. An unreadable body is an error.
 func Method(r *http.Request) (string, error) {
+	m, _, err := read(r)
+	return m, err
+}
+
+// read is Method, and the trace context r carries.
+func read(r *http.Request) (string, Trace, error) {
+	tr := Trace{Header: r.Header.Get("traceparent"), HeaderState: r.Header.Get("tracestate")}
 	if r.Method != http.MethodPost {
-		return r.Method, nil
+		return r.Method, tr, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
-		return "", err
+		return "", tr, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
 		Method string `json:"method"`
+		Params struct {
+			Meta struct {
+				Traceparent string `json:"traceparent"`
+				Tracestate  string `json:"tracestate"`
+			} `json:"_meta"`
+		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
-		return msg.Method, nil
+		tr.Meta, tr.MetaState = msg.Params.Meta.Traceparent, msg.Params.Meta.Tracestate
+		return msg.Method, tr, nil
 	}
-	return r.Method, nil
+	return r.Method, tr, nil
 }
 
 func countAndAuth(next http.Handler, c *Counters, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method, err := Method(r)
+		method, tr, err := read(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c.request(method)
+		c.request(method, tr)
 		if token != "" {
 			got := r.Header.Get("Authorization")
 			switch {
