@@ -268,4 +268,3 @@ func TestWithMeta(t *testing.T) {
 		})
 	}
 }
-
