@@ -268,3 +268,40 @@ func TestWithMeta(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskRequestsHaveSpans: a task-aware call and its tasks/get and
+// tasks/cancel are one span each, carrying the trace context in the
+// header and in the _meta that already holds the request's own entries.
+func TestTaskRequestsHaveSpans(t *testing.T) {
+	s := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Polls: 3, PollIntervalMs: 2000, TTLMs: 60000}})
+	ctx, root, rec := traced(t)
+	c, err := Connect(ctx, Config{URL: s.URL, HTTPClient: s.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.CallToolTask(ctx, mcptest.ToolTaskSleep, nil, nil)
+	if err != nil || a.Pending == nil {
+		t.Fatalf("CallToolTask = %+v, %v; want a pending task", a, err)
+	}
+	if _, err := c.GetTask(ctx, a.Pending.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CancelTask(ctx, a.Pending.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	root.End()
+	var names []string
+	for _, sp := range mcpSpans(rec) {
+		names = append(names, sp.Name())
+	}
+	want := []string{"server/discover", "tools/call " + mcptest.ToolTaskSleep, "tasks/get", "tasks/cancel"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+	for _, tr := range s.Traces() {
+		if tr.Method != "DELETE" && tr.Method != "GET" && (tr.Meta == "" || tr.Header != tr.Meta) {
+			t.Errorf("%s: traceparent header %q, _meta %q", tr.Method, tr.Header, tr.Meta)
+		}
+	}
+}
