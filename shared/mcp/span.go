@@ -187,8 +187,8 @@ func (s *mcpSpan) answered(payload []byte) {
 		return
 	}
 	m, ok := readMessage(payload)
-	if !ok || idKey(m.id) != s.key {
-		return
+	if !ok || m.result == nil && m.error == nil || idKey(m.id) != s.key {
+		return // not an answer (a server's request may reuse the id), or another's
 	}
 	switch {
 	case m.error != nil:
