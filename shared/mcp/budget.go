@@ -158,6 +158,7 @@ func (b *meteredBody) observe(data []byte) {
 		return
 	}
 	b.x.t.observe(b.x.op, data, b.key != "", true)
+	b.x.span.answered(data)
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
 	}

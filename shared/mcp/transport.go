@@ -142,7 +142,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, spent
 	}
-	msg, err := peek(req)
+	msg, body, err := peek(req)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -161,16 +161,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx = httptrace.WithClientTrace(ctx, &x.trace)
 
 	out := req.WithContext(ctx)
+	x.span, body = startSpan(req, msg, body)
+	x.span.inject(out, req, body)
 	if t.token != "" && sameOrigin(out.URL, t.origin) {
-		out.Header = req.Header.Clone()
+		out.Header = out.Header.Clone()
 		out.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
+		x.span.failed(err)
 		err = t.failed(x.op, ctx, err, x.firstByte.Load())
 		x.stop()
 		return nil, err
 	}
+	x.span.responded(resp)
 
 	if err := t.charge(x.op, headerBytes(resp.StatusCode, resp.Header)); err != nil {
 		resp.Body.Close()
@@ -193,8 +197,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 
-	body, err := t.readAll(x.op, resp)
+	body, err = t.readAll(x.op, resp)
 	resp.Body.Close()
+	if x.span != nil && err == nil && (!ok2xx || media == "application/json") {
+		x.span.answered(readdress(body, msg))
+	}
 	x.stop()
 	if err != nil {
 		return nil, err
@@ -238,6 +245,7 @@ type exchange struct {
 	unlinkLife func() bool
 	trace      httptrace.ClientTrace
 	firstByte  atomic.Bool
+	span       *mcpSpan    // nil when the request is not traced
 	draining   bool        // the SSE stream carried the answer; guarded by t.mu
 	grace      *time.Timer // guarded by t.mu
 }
@@ -342,6 +350,7 @@ func (x *exchange) stop() {
 		x.noDeadline()
 	}
 	x.cancel(context.Canceled)
+	x.span.end()
 }
 
 // settleTimeout is how long an answered SSE stream may still be read
@@ -351,10 +360,10 @@ var settleTimeout = 20 * time.Millisecond
 func (x *exchange) gotFirstByte() { x.firstByte.Store(true) }
 
 // peek reads the JSON-RPC id and method of a POST body, leaving the body
-// readable.
-func peek(req *http.Request) (request, error) {
+// readable, and returns the body too (nil for any other request).
+func peek(req *http.Request) (request, []byte, error) {
 	if req.Method != http.MethodPost || req.Body == nil || req.Body == http.NoBody {
-		return request{}, nil
+		return request{}, nil, nil
 	}
 	var body []byte
 	var err error
@@ -371,13 +380,13 @@ func peek(req *http.Request) (request, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	if err != nil {
-		return request{}, err
+		return request{}, nil, err
 	}
 	id, method, ok := readCall(body)
 	if !ok || method == "" {
-		return request{post: true}, nil // unreadable, or a response to the server
+		return request{post: true}, body, nil // unreadable, or a response to the server
 	}
-	return request{post: true, key: idKey(id), id: id, method: method}, nil
+	return request{post: true, key: idKey(id), id: id, method: method}, body, nil
 }
 
 // mediaType is the response's media type as mime.ParseMediaType reads it,

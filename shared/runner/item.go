@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpfn/mcpfn/shared/text"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
@@ -44,10 +46,12 @@ type Item struct {
 	TaskToken string    // the body's task_token, or ""
 	Deadline  time.Time // end of the operation budget; see OperationContext
 
-	badToken  error    // a task_token too long to report to; refused unstarted
-	coldStart bool     // of the instance's first invocation
-	traceID   string   // the invocation's X-Ray trace id, or ""
-	cpu       *cpuGate // the runner's CPU slots (see CPU), or nil
+	badToken  error      // a task_token too long to report to; refused unstarted
+	coldStart bool       // of the instance's first invocation
+	traceID   string     // the invocation's X-Ray trace id, or ""
+	cpu       *cpuGate   // the runner's CPU slots (see CPU), or nil
+	span      trace.Span // the item's; ended by summarize
+	flushBy   time.Time  // the invocation's deadline, or zero
 
 	mu       sync.Mutex
 	server   string

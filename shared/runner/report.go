@@ -74,8 +74,9 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 		attrs = append(attrs, slog.String("xray_trace_id", it.traceID))
 	}
 	attrs = append(attrs, it.attrs...)
-	bytes := it.bytes
+	bytes, requests := it.bytes, it.requests
 	it.mu.Unlock()
+	attrs = append(attrs, r.endSpan(it, o, err, requests, bytes)...)
 	level := slog.LevelInfo
 	if err != nil {
 		attrs = append(attrs, slog.String("error", it.Scrub(err.Error())))

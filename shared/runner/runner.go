@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/telemetry"
 	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
@@ -91,6 +92,8 @@ const (
 //     token through Queue; when empty they are reported as batch item
 //     failures so the queue's redrive policy moves them.
 //   - Tasks reports outcomes to task tokens.
+//   - Tracing (nil: off) gives each item a span, flushed before its
+//     summary line is written (see span.go).
 type Config struct {
 	Function         string
 	Concurrency      int
@@ -103,6 +106,7 @@ type Config struct {
 	DLQURL           string
 	Queue            QueueAPI
 	Tasks            TaskAPI
+	Tracing          *telemetry.Tracing
 	Logger           *slog.Logger
 	Metrics          io.Writer
 	Now              func() time.Time
@@ -214,7 +218,7 @@ func (r *Runner) Handle(ctx context.Context, payload json.RawMessage) (any, erro
 	inv := r.begin(ctx)
 	ev, err := sqsEvent(payload)
 	if err != nil {
-		it := inv.item(inv.requestID, Direct, nil)
+		it := r.item(inv, inv.requestID, Direct, nil, "")
 		r.summarize(it, r.cfg.Now(), Failed, err)
 		return nil, r.wireError(it, err)
 	}
@@ -256,7 +260,7 @@ func (r *Runner) reportContext(ctx context.Context) (context.Context, context.Ca
 }
 
 func (r *Runner) direct(ctx context.Context, inv invocation, payload []byte) (any, error) {
-	it := inv.item(inv.requestID, Direct, payload)
+	it := r.item(inv, inv.requestID, Direct, payload, "")
 	start := r.cfg.Now()
 	v, started, err := r.runInSlot(ctx, it)
 	switch {
@@ -286,7 +290,7 @@ func (r *Runner) batch(ctx context.Context, inv invocation, ev *events.SQSEvent)
 	failed := make([]bool, len(ev.Records))
 	var wg sync.WaitGroup
 	for i, rec := range ev.Records {
-		it := inv.item(rec.MessageId, SQS, []byte(rec.Body))
+		it := r.item(inv, rec.MessageId, SQS, []byte(rec.Body), rec.Attributes[AttrTraceHeader])
 		if err := r.acquire(ctx); err != nil {
 			failed[i] = true
 			r.summarize(it, r.cfg.Now(), NotStarted, err)
@@ -368,6 +372,6 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 			v, started, err = nil, true, wire.Errorf(wire.Internal, fmt.Errorf("panic: %v", p), "internal error")
 		}
 	}()
-	v, err = r.proc.Process(pctx, it)
+	v, err = r.proc.Process(it.spanContext(pctx), it)
 	return v, true, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/runner"
+	"github.com/mcpfn/mcpfn/shared/telemetry"
 )
 
 // Environment variables the functions read (docs/contract.md).
@@ -73,11 +74,12 @@ type Settings struct {
 	Reserve          time.Duration
 	OperationTimeout time.Duration
 	LogLevel         slog.Level
-	Memory           Memory        // from EnvMemorySize
-	Local            bool          // EnvLocal is "1"
-	InLambda         bool          // EnvFunctionName is set
-	SealKeyID        string        // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
-	TaskPollMin      time.Duration // the floor of a pending call's poll_after_seconds; 1-900 s
+	Memory           Memory         // from EnvMemorySize
+	Local            bool           // EnvLocal is "1"
+	InLambda         bool           // EnvFunctionName is set
+	SealKeyID        string         // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
+	TaskPollMin      time.Duration  // the floor of a pending call's poll_after_seconds; 1-900 s
+	Traces           telemetry.Mode // telemetry.EnvTraces; default off
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -130,6 +132,11 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			r.bad(EnvLogLevel, "want debug, info, warn or error")
 		}
+	}
+	if m, err := telemetry.ParseMode(getenv(telemetry.EnvTraces)); err != nil {
+		r.bad(telemetry.EnvTraces, "%v", err)
+	} else {
+		s.Traces = m
 	}
 	switch v := getenv(EnvLocal); v {
 	case "", "0":

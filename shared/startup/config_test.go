@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfn/mcpfn/shared/telemetry"
 )
 
 func TestLoadSettings(t *testing.T) {
@@ -24,6 +26,7 @@ func TestLoadSettings(t *testing.T) {
 		LogLevel:         slog.LevelInfo,
 		TaskPollMin:      15 * time.Second,
 		Memory:           Memory{MB: 1024, SoftLimit: 644245094, Budget: 644245094 - 48<<20},
+		Traces:           telemetry.Off,
 	}
 	tests := []struct {
 		name    string
@@ -41,7 +44,7 @@ func TestLoadSettings(t *testing.T) {
 				EnvResultsBucket:    "results", EnvMaxResultBytes: "100000", EnvBatchConcurrency: "4",
 				EnvReserve: "3s", EnvOperationTimeout: "90s", EnvLogLevel: "debug",
 				EnvMemorySize: "2048", EnvLocal: "1", EnvFunctionName: "mcpfn-call", EnvFunctionTimeout: "180",
-				EnvSealKeyID: "alias/mcpfn-server-urls", EnvTaskPollMin: "30",
+				EnvSealKeyID: "alias/mcpfn-server-urls", EnvTaskPollMin: "30", telemetry.EnvTraces: "otlp",
 			},
 			want: func(s *Settings) {
 				*s = Settings{
@@ -52,7 +55,7 @@ func TestLoadSettings(t *testing.T) {
 					Reserve: 3 * time.Second, OperationTimeout: 90 * time.Second, LogLevel: slog.LevelDebug,
 					Memory: Memory{MB: 2048, SoftLimit: 1288490188, Budget: 1288490188 - 48<<20},
 					Local:  true, InLambda: true, SealKeyID: "alias/mcpfn-server-urls",
-					TaskPollMin: 30 * time.Second,
+					TaskPollMin: 30 * time.Second, Traces: telemetry.OTLP,
 				}
 			},
 		},
@@ -67,6 +70,9 @@ func TestLoadSettings(t *testing.T) {
 		{name: "table without a discover queue needs no seal key", env: map[string]string{EnvCatalogTable: "catalog"}, want: func(s *Settings) { s.CatalogTable = "catalog" }},
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
+		{name: "traces off", env: map[string]string{telemetry.EnvTraces: "off"}, want: func(*Settings) {}},
+		{name: "traces xray, not built yet", env: map[string]string{telemetry.EnvTraces: "xray"}, wantErr: []string{telemetry.EnvTraces}},
+		{name: "traces misspelt", env: map[string]string{telemetry.EnvTraces: "otpl"}, wantErr: []string{telemetry.EnvTraces}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},
 		{name: "task poll floor of 0", env: map[string]string{EnvTaskPollMin: "0"}, wantErr: []string{EnvTaskPollMin}},
 		{name: "task poll floor of 901", env: map[string]string{EnvTaskPollMin: "901"}, wantErr: []string{EnvTaskPollMin}},

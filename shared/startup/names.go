@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/telemetry"
 )
 
 // SettingPrefix starts the name of every setting of the functions.
@@ -17,7 +18,7 @@ var KnownSettings = []string{
 	EnvCatalogTable, EnvCatalogDir, EnvCallsTable, EnvSecretsPrefix, EnvDLQURL,
 	EnvDiscoverQueueURL, EnvResultsBucket, EnvMaxResultBytes, EnvBatchConcurrency,
 	EnvReserve, EnvOperationTimeout, EnvLogLevel, EnvSealKeyID, EnvLocal, EnvTaskPollMin,
-	guard.EnvAllowList,
+	guard.EnvAllowList, telemetry.EnvTraces,
 }
 
 // CheckNames returns a *ConfigError naming each variable of environ

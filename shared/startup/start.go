@@ -21,6 +21,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
+	"github.com/mcpfn/mcpfn/shared/telemetry"
 	"github.com/mcpfn/mcpfn/shared/vault"
 )
 
@@ -31,6 +32,7 @@ type Startup struct {
 	Settings Settings
 	Logger   *slog.Logger
 	AWS      aws.Config
+	Tracing  *telemetry.Tracing // Settings.Traces' tracer provider
 
 	out io.Writer
 }
@@ -40,7 +42,8 @@ type Startup struct {
 // a JSON logger writing to out whose lines carry service=function, installs
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
 // AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
-// limit from the function's memory (see Memory). It logs nothing, so that
+// limit from the function's memory (see Memory), and starts the tracing
+// Settings.Traces chooses (telemetry.Start). It logs nothing, so that
 // a failed init prints only Fail's line. Every error is a *ConfigError; the
 // names and settings are checked first.
 func Init(ctx context.Context, function string, environ []string, out io.Writer) (*Startup, error) {
@@ -73,7 +76,11 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
-	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, out: out}, nil
+	tracing, err := telemetry.Start(ctx, s.Traces, function)
+	if err != nil {
+		return nil, configErrorf(telemetry.EnvTraces, "%s: %w", telemetry.EnvTraces, err)
+	}
+	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, Tracing: tracing, out: out}, nil
 }
 
 // joinConfigErrors joins the non-nil *ConfigErrors of errs into one, its
@@ -115,7 +122,7 @@ func (st *Startup) OpenCatalog() (catalog.Store, error) {
 
 // RunnerConfig returns the runner configuration of the function: the settings'
 // concurrency, budgets and dead-letter queue, SQS and Step Functions
-// clients, the logger, and metrics written where the logger writes. It
+// clients, the tracing, the logger, and metrics written where the logger writes. It
 // warns when no dead-letter queue is configured.
 func (st *Startup) RunnerConfig() runner.Config {
 	s := st.Settings
@@ -132,6 +139,7 @@ func (st *Startup) RunnerConfig() runner.Config {
 		DLQURL:           s.DLQURL,
 		Queue:            sqs.NewFromConfig(st.AWS),
 		Tasks:            sfn.NewFromConfig(st.AWS),
+		Tracing:          st.Tracing,
 		Logger:           st.Logger,
 		Metrics:          st.out,
 	}

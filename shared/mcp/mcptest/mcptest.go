@@ -10,17 +10,14 @@
 package mcptest
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,36 +77,16 @@ type Counters struct {
 	requests int
 	methods  []string
 	calls    map[string]int
+	traces   []Trace
 }
 
-// Requests returns the number of HTTP requests received, including refused ones.
-func (c *Counters) Requests() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.requests
-}
-
-// Methods returns one entry per HTTP request, in arrival order: the
-// JSON-RPC method for a POST ("initialize", "tools/list", ...; "POST" when
-// the body names none) and the HTTP method otherwise ("GET", "DELETE").
-func (c *Counters) Methods() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.methods)
-}
-
-// CallCount returns how many times the named tool ran.
-func (c *Counters) CallCount(tool string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[tool]
-}
-
-func (c *Counters) request(method string) {
+func (c *Counters) request(method string, tr Trace) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests++
 	c.methods = append(c.methods, method)
+	tr.Method = method
+	c.traces = append(c.traces, tr)
 }
 
 func (c *Counters) ran(tool string) {
@@ -204,31 +181,18 @@ func LoopbackClient(rawURL string, timeout time.Duration) (*http.Client, error) 
 // is read, up to 8 MiB, and restored for the next handler), else the HTTP
 // method. An unreadable body is an error.
 func Method(r *http.Request) (string, error) {
-	if r.Method != http.MethodPost {
-		return r.Method, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil {
-		return "", err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var msg struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
-		return msg.Method, nil
-	}
-	return r.Method, nil
+	m, _, err := read(r)
+	return m, err
 }
 
 func countAndAuth(next http.Handler, c *Counters, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method, err := Method(r)
+		method, tr, err := read(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c.request(method)
+		c.request(method, tr)
 		if token != "" {
 			got := r.Header.Get("Authorization")
 			switch {

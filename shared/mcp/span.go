@@ -1,0 +1,249 @@
+package mcp
+
+// This file traces each MCP request as a CLIENT span by the OpenTelemetry
+// MCP semantic conventions
+// (https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/), and carries
+// the W3C trace context to the server in the HTTP headers and in the
+// request's params._meta. A request whose context holds no recording span
+// (tracing off) costs nothing here.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+
+	segjson "github.com/segmentio/encoding/json"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TracerName names this package's tracer (the instrumentation scope).
+const TracerName = "github.com/mcpfn/mcpfn/shared/mcp"
+
+// ErrorTypeToolError is error.type on a tools/call the tool answered with
+// isError true.
+const ErrorTypeToolError = "tool_error"
+
+// traceContext is the W3C propagator: traceparent and tracestate.
+var traceContext = propagation.TraceContext{}
+
+// mcpSpan is one request's span; its methods are safe for concurrent use
+// and do nothing on a nil *mcpSpan.
+type mcpSpan struct {
+	span trace.Span
+	key  string // the call's id key, "" for a notification
+	once sync.Once
+}
+
+// spanFields is what a span reads from a request body.
+type spanFields struct {
+	Params segjson.RawMessage `json:"params"`
+}
+
+type paramFields struct {
+	Name            string             `json:"name"`
+	ProtocolVersion string             `json:"protocolVersion"`
+	Meta            segjson.RawMessage `json:"_meta"`
+}
+
+// startSpan starts req's span, a child of the span its context holds, and
+// returns it with req's body carrying the trace context in params._meta;
+// nil and body unchanged when that span does not record.
+func startSpan(req *http.Request, msg request, body []byte) (*mcpSpan, []byte) {
+	parent := trace.SpanFromContext(req.Context())
+	if !parent.IsRecording() || !msg.post || msg.method == "" {
+		return nil, body
+	}
+	var top spanFields
+	var params paramFields
+	if parse(body, &top) && len(top.Params) > 0 && top.Params[0] == '{' {
+		decode(top.Params, &params)
+	}
+	name := msg.method
+	attrs := []attribute.KeyValue{
+		semconv.McpMethodNameKey.String(msg.method),
+		semconv.ServerAddress(req.URL.Hostname()),
+		semconv.ServerPort(port(req)),
+		semconv.NetworkProtocolName("http"),
+	}
+	if msg.method == "tools/call" && params.Name != "" {
+		name += " " + params.Name
+		attrs = append(attrs, semconv.GenAIToolName(params.Name), semconv.GenAIOperationNameExecuteTool)
+	}
+	if v := req.Header.Get("Mcp-Protocol-Version"); v != "" {
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(v))
+	} else if params.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(params.ProtocolVersion))
+	}
+	if len(msg.id) > 0 {
+		id, ok := stringValue(msg.id)
+		if !ok {
+			id = string(msg.id)
+		}
+		attrs = append(attrs, semconv.JSONRPCRequestID(id))
+	}
+	ctx, span := parent.TracerProvider().Tracer(TracerName).Start(req.Context(), name,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	return &mcpSpan{span: span, key: msg.key}, withMeta(body, top.Params, params.Meta, carrier)
+}
+
+// port is req's server port, the scheme's default when the URL names none.
+func port(req *http.Request) int {
+	if p, err := strconv.Atoi(req.URL.Port()); err == nil {
+		return p
+	}
+	if req.URL.Scheme == "http" {
+		return 80
+	}
+	return 443
+}
+
+// inject sets the trace context headers on out, whose Header it clones.
+func (s *mcpSpan) inject(out *http.Request, req *http.Request, body []byte) {
+	if s == nil {
+		return
+	}
+	closeBody(req)
+	out.Header = req.Header.Clone()
+	traceContext.Inject(trace.ContextWithSpan(req.Context(), s.span), propagation.HeaderCarrier(out.Header))
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+}
+
+// withMeta returns body with the carrier's entries in params._meta, which
+// it adds (and params) where absent. params and meta alias body (the
+// readers' raw values); the rest of body is kept byte for byte. A params
+// or _meta that is not an object leaves body as it is.
+func withMeta(body, params, meta []byte, carrier propagation.MapCarrier) []byte {
+	var entries []byte
+	for _, k := range carrier.Keys() {
+		kb, _ := segjson.Marshal(k)
+		vb, _ := segjson.Marshal(carrier[k])
+		entries = append(append(append(append(entries, kb...), ':'), vb...), ',')
+	}
+	if len(entries) == 0 {
+		return body
+	}
+	entries = entries[:len(entries)-1]
+	splice := func(at int, parts ...[]byte) []byte {
+		out := make([]byte, 0, len(body)+len(entries)+32)
+		out = append(out, body[:at]...)
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return append(out, body[at:]...)
+	}
+	// openObject returns the index just past v's '{' and whether v is an
+	// empty object, or -1 when v is not an object inside body.
+	openObject := func(v []byte) (int, bool) {
+		off := cap(body) - cap(v)
+		if len(v) == 0 || v[0] != '{' || off < 0 || off >= len(body) {
+			return -1, false
+		}
+		return off + 1, len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+	}
+	switch {
+	case len(meta) > 0:
+		at, empty := openObject(meta)
+		if at < 0 {
+			return body
+		}
+		if empty {
+			return splice(at, entries)
+		}
+		return splice(at, entries, []byte(","))
+	case len(params) > 0:
+		at, empty := openObject(params)
+		if at < 0 {
+			return body
+		}
+		if empty {
+			return splice(at, []byte(`"_meta":{`), entries, []byte("}"))
+		}
+		return splice(at, []byte(`"_meta":{`), entries, []byte("},"))
+	}
+	end := bytes.LastIndexByte(body, '}')
+	if end < 0 {
+		return body
+	}
+	return splice(end, []byte(`,"params":{"_meta":{`), entries, []byte("}}"))
+}
+
+// answered records the answer payload (a JSON-RPC message) when it
+// answers s's call, and ends s: the JSON-RPC error code, or tool_error
+// for a tools/call result with isError true.
+func (s *mcpSpan) answered(payload []byte) {
+	if s == nil || s.key == "" {
+		return
+	}
+	m, ok := readMessage(payload)
+	if !ok || m.result == nil && m.error == nil || idKey(m.id) != s.key {
+		return // not an answer (a server's request may reuse the id), or another's
+	}
+	switch {
+	case m.error != nil:
+		var e struct {
+			Code int `json:"code"`
+		}
+		decode(m.error, &e)
+		code := strconv.Itoa(e.Code)
+		s.span.SetAttributes(semconv.RPCResponseStatusCode(code), semconv.ErrorTypeKey.String(code))
+		s.span.SetStatus(codes.Error, "JSON-RPC error "+code)
+	case m.result != nil:
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		if decode(m.result, &r) && r.IsError {
+			s.span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
+			s.span.SetStatus(codes.Error, ErrorTypeToolError)
+		}
+	}
+	s.end()
+}
+
+// responded records the response's protocol version and, for a non-2xx
+// status, error.type (the status code, as the HTTP conventions have it).
+func (s *mcpSpan) responded(resp *http.Response) {
+	if s == nil {
+		return
+	}
+	s.span.SetAttributes(semconv.NetworkProtocolVersion(strconv.Itoa(resp.ProtoMajor) + "." + strconv.Itoa(resp.ProtoMinor)))
+	if resp.StatusCode/100 != 2 {
+		code := strconv.Itoa(resp.StatusCode)
+		s.span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		s.span.SetStatus(codes.Error, "HTTP "+code)
+	}
+}
+
+// failed records a round trip that got no response.
+func (s *mcpSpan) failed(err error) {
+	if s == nil {
+		return
+	}
+	t := "connection_error"
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t = "timeout"
+	}
+	s.span.SetAttributes(semconv.ErrorTypeKey.String(t))
+	s.span.SetStatus(codes.Error, t)
+	s.end()
+}
+
+// end ends s once.
+func (s *mcpSpan) end() {
+	if s == nil {
+		return
+	}
+	s.once.Do(func() { s.span.End() })
+}
