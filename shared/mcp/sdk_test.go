@@ -89,14 +89,16 @@ func TestSDKStreamableMaxEventSizeZeroMeansNoCap(t *testing.T) {
 		{"explicit 1 MiB", 1 << 20, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := sdkTransport(s.URL, loopback(t, s.URL, 10*time.Second), true)
+			// Generous bounds: under -race on a busy machine reading a
+			// 17 MiB event has taken over 10 s; the test is about the cap.
+			tr := sdkTransport(s.URL, loopback(t, s.URL, 2*time.Minute), true)
 			tr.MaxEventSize = tc.max
-			cs, err := sdkClient().Connect(testCtx(t, 5*time.Second), tr, nil)
+			cs, err := sdkClient().Connect(testCtx(t, time.Minute), tr, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			_, err = cs.ListTools(testCtx(t, 10*time.Second), nil)
+			_, err = cs.ListTools(testCtx(t, 2*time.Minute), nil)
 			if (err != nil) != tc.wantErr {
 				t.Errorf("ListTools of a %d MiB event: err = %v, want error %v", len(desc)>>20, err, tc.wantErr)
 			}
