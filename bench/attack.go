@@ -56,6 +56,19 @@ func HostileHandler(format string, size int64) http.Handler {
 	})
 }
 
+// writeResult writes a JSON-RPC result answer to id whose result is the
+// JSON result, as one JSON body or one SSE event (format).
+func writeResult(w http.ResponseWriter, format string, id json.RawMessage, result []byte) {
+	head, tail := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":`, id), "}"
+	if format == FormatSSE {
+		head, tail = "event: message\ndata: "+head, tail+"\n\n"
+	}
+	w.Header().Set("Content-Type", format)
+	_, _ = io.WriteString(w, head)
+	_, _ = w.Write(result)
+	_, _ = io.WriteString(w, tail)
+}
+
 // fixtureExcept serves the stateless mcptest fixture, except the JSON-RPC
 // requests answer answers: it gets each request's method and id and
 // reports whether it wrote the answer.

@@ -3,7 +3,6 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -109,14 +108,7 @@ func DistinctSchemaHandler(format string, n int) http.Handler {
 		if method != "tools/list" {
 			return false
 		}
-		head, tail := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":`, id), "}"
-		if format == FormatSSE {
-			head, tail = "event: message\ndata: "+head, tail+"\n\n"
-		}
-		w.Header().Set("Content-Type", format)
-		_, _ = io.WriteString(w, head)
-		_, _ = w.Write(list)
-		_, _ = io.WriteString(w, tail)
+		writeResult(w, format, id, list)
 		return true
 	})
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -28,14 +27,7 @@ func NearLimitHandler(format string) http.Handler {
 		if answer == nil {
 			return false
 		}
-		head, tail := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":`, id), "}"
-		if format == FormatSSE {
-			head, tail = "event: message\ndata: "+head, tail+"\n\n"
-		}
-		w.Header().Set("Content-Type", format)
-		_, _ = io.WriteString(w, head)
-		_, _ = w.Write(answer)
-		_, _ = io.WriteString(w, tail)
+		writeResult(w, format, id, answer)
 		return true
 	})
 }
