@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,37 +148,35 @@ func receiveAll(t *testing.T, client *sqs.Client, url string, into map[string]in
 	}
 }
 
-// sweepUnanswered is the unanswered count of a sweep's summary line in
-// logs, -1 when there is none.
-func sweepUnanswered(logs []string) int {
+// sweepLine is what a sweep's summary line counts beside its answer.
+type sweepLine struct {
+	Msg        string `json:"msg"`
+	Event      string `json:"event"`
+	Unanswered *int   `json:"unanswered"`
+	Stranded   *int   `json:"stranded"`
+}
+
+// sweepSummary is the unanswered and stranded counts of a sweep's summary
+// line in logs; the test fails when there is none.
+func sweepSummary(t *testing.T, logs []string) (unanswered, stranded int) {
+	t.Helper()
 	for _, l := range logs {
-		var line struct {
-			Msg        string `json:"msg"`
-			Event      string `json:"event"`
-			Unanswered *int   `json:"unanswered"`
-		}
-		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "work item" && line.Event == "sweep" && line.Unanswered != nil {
-			return *line.Unanswered
+		var line sweepLine
+		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "work item" && line.Event == "sweep" && line.Unanswered != nil && line.Stranded != nil {
+			return *line.Unanswered, *line.Stranded
 		}
 	}
-	return -1
+	t.Fatalf("no sweep summary line with unanswered and stranded in:\n%s", strings.Join(logs, "\n"))
+	return 0, 0
 }
 
 // TestSweepKeepsItsWord: 2,000 due catalogs, a 5 s function timeout and
 // an SQS that takes 250 ms a request, through the discover bootstrap under
 // the RIE. No sweep gets through them all; successive sweeps enqueue
-// every catalog exactly once, and each sweep's enqueued is what arrived in
-// the queue.
+// every catalog at most once, and each one not enqueued was counted
+// (stranded, or unanswered with nothing in the queue); each sweep's
+// enqueued is what arrived in the queue, give or take its unanswered.
 func TestSweepKeepsItsWord(t *testing.T) {
-	if os.Getenv("CI") != "" {
-		// On a loaded 2-core machine (two CI runs side by side) a claim
-		// the budget cut off may have landed, and its undo on the
-		// follow-up context did not finish either: 9 of 2,000 catalogs
-		// missed their interval in 2 of 6 runs (issue 21, item 7 stays
-		// open for it). shared/schedule's synctest tests pin the claim,
-		// undo and count rules in CI; the test runs outside CI.
-		t.Skip("claims stranded under CI load: a claim cut off by the budget and its undo out of time (issue 21 item 7 open)")
-	}
 	const n, timeout = 2000, 5 * time.Second
 	moto := awstest.SharedMoto(t)
 	proxy := newDelayingProxy(t, moto.Endpoint(), 250*time.Millisecond)
@@ -191,7 +188,7 @@ func TestSweepKeepsItsWord(t *testing.T) {
 	ids := seedDue(t, db, s.catalogTable, n)
 
 	counts := map[string]int{}
-	stalled := 0
+	stalled, mayMiss := 0, 0
 	for sweep := 1; ; sweep++ {
 		start := time.Now()
 		res := invoke(t, s.discover, []byte(`{"sweep": {}}`))
@@ -205,10 +202,12 @@ func TestSweepKeepsItsWord(t *testing.T) {
 			t.Fatalf("sweep %d answered %s: %v", sweep, res.Payload, err)
 		}
 		arrived := receiveAll(t, s.sqs, s.discoverQueue, counts)
-		t.Logf("sweep %d: due %d, enqueued %d, unanswered %d, arrived %d, in %s", sweep, out.Swept.Due, out.Swept.Enqueued, sweepUnanswered(res.Logs), arrived, time.Since(start).Round(time.Millisecond))
-		if arrived != out.Swept.Enqueued {
-			t.Errorf("sweep %d reported %d enqueued, %d arrived in the queue", sweep, out.Swept.Enqueued, arrived)
+		unanswered, stranded := sweepSummary(t, res.Logs)
+		t.Logf("sweep %d: due %d, enqueued %d, unanswered %d, stranded %d, arrived %d, in %s", sweep, out.Swept.Due, out.Swept.Enqueued, unanswered, stranded, arrived, time.Since(start).Round(time.Millisecond))
+		if arrived < out.Swept.Enqueued || arrived > out.Swept.Enqueued+unanswered {
+			t.Errorf("sweep %d reported %d enqueued and %d unanswered, %d arrived in the queue", sweep, out.Swept.Enqueued, unanswered, arrived)
 		}
+		mayMiss += stranded + out.Swept.Enqueued + unanswered - arrived
 		if sweep == 1 && out.Swept.Enqueued == n {
 			t.Fatal("the first sweep enqueued every catalog: the budget did not end mid-sweep")
 		}
@@ -225,12 +224,20 @@ func TestSweepKeepsItsWord(t *testing.T) {
 			t.Fatalf("sweep %d: eight sweeps in a row enqueued nothing, %d still due", sweep, out.Swept.Due)
 		}
 	}
+	missed := 0
 	for _, id := range ids {
-		if counts[id] != 1 {
+		switch counts[id] {
+		case 0:
+			missed++
+		case 1:
+		default:
 			t.Errorf("%s enqueued %d times, want once", id, counts[id])
 		}
 	}
-	if len(counts) != n {
-		t.Errorf("%d catalogs enqueued, want %d", len(counts), n)
+	if missed > mayMiss {
+		t.Errorf("%d of %d catalogs never enqueued, and the sweeps counted %d stranded or unanswered: claims were dropped silently", missed, n, mayMiss)
+	}
+	if missed > 0 {
+		t.Logf("%d catalogs wait one interval: the sweeps counted %d stranded or unanswered", missed, mayMiss)
 	}
 }

@@ -365,6 +365,7 @@ func (h *Handler) sweep(ctx context.Context, it *runner.Item) (any, error) {
 		slog.Int("enqueued", sw.Enqueued),
 		slog.Int("backing_off", sw.BackingOff),
 		slog.Int("unanswered", sw.Unanswered),
+		slog.Int("stranded", sw.Stranded),
 		slog.Int("overdue_3x", sw.Overdue3x),
 		slog.Bool("complete", sw.Complete),
 	)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,8 +28,10 @@ type Enqueuer interface {
 // BackingOff those it skipped because a failure streak's retry_after is
 // later (it moved their next_due there); Unanswered those whose send had
 // no answer by the sweep's end (their claim is kept: the queue may hold
-// them). The rest of Due were claimed meanwhile by another sweep, or not
-// sent (their claim is undone).
+// them); Stranded those claimed (or maybe claimed) but neither sent nor
+// undone, because the undo failed or the sweep's end came first: each
+// waits one interval more. The rest of Due were claimed meanwhile by
+// another sweep, or not sent (their claim is undone).
 // Overdue3x counts the due entries at least three intervals stale:
 // next_due more than three intervals past, or two failures or more in a
 // row. Complete is false when the context ended before every page was
@@ -38,6 +41,7 @@ type Swept struct {
 	Enqueued   int  `json:"enqueued"`
 	BackingOff int  `json:"backing_off"`
 	Unanswered int  `json:"-"`
+	Stranded   int  `json:"-"`
 	Overdue3x  int  `json:"-"`
 	Complete   bool `json:"-"`
 }
@@ -47,6 +51,7 @@ func (s *Swept) add(o Swept) {
 	s.Enqueued += o.Enqueued
 	s.BackingOff += o.BackingOff
 	s.Unanswered += o.Unanswered
+	s.Stranded += o.Stranded
 	s.Overdue3x += o.Overdue3x
 }
 
@@ -65,16 +70,17 @@ const sendBatch = 10
 // parallel, and sends them; it starts the next sendBatch only while ctx
 // has not ended and twice the slowest claim-and-send so far (at least a
 // first estimate: its Query plus firstSendEstimate) plus the slowest
-// claims end before end, so that every send is answered.
+// claims end before end, so that every claim is sent or undone.
 //
-// ctx bounds claiming only; end (the invocation's deadline less what
-// answering needs; zero: sendGrace after ctx ends) bounds sends and
-// undos, which run on a context detached from ctx: a started send is
-// never cut off when ctx ends. A claim SQS did not accept, or that failed,
-// is undone by end; one whose send had no answer by end is kept
-// (Unanswered). When ctx ends mid-sweep the rest stay due and Sweep
-// returns Complete false, no error; an error is a DynamoDB failure other
-// than a lost claim.
+// ctx bounds reading the index and starting a sendBatch; end (the
+// invocation's deadline less what answering needs; zero: sendGrace after
+// ctx ends) bounds claims, sends and undos, which run on a context
+// detached from ctx: a started claim-and-send is never cut off when ctx
+// ends. A claim SQS did not accept, or that failed, is undone by end; one
+// whose send had no answer by end is kept (Unanswered); one whose undo
+// failed is counted (Stranded). When ctx ends mid-sweep the rest stay due
+// and Sweep returns Complete false, no error; an error is a DynamoDB
+// failure other than a lost claim.
 func (t *Table) Sweep(ctx context.Context, q Enqueuer, end time.Time) (Swept, error) {
 	now := t.opts.Now()
 	f := newFollowUp(ctx, end)
@@ -159,7 +165,7 @@ func (t *Table) sweepShard(ctx context.Context, f *followUp, p *pace, q Enqueuer
 }
 
 // claimAndSend claims the due entries items (at most sendBatch) in
-// parallel on ctx, or moves them to their retry_after, sends the claimed
+// parallel on f.ctx, or moves them to their retry_after, sends the claimed
 // ones and undoes each claim SQS did not accept or that failed (it may
 // have landed), and records in p how long claims and all took. An error
 // is a DynamoDB failure other than a lost claim.
@@ -183,7 +189,7 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 		if r.backingOff {
 			r.next = r.e.retryAfter
 		}
-		wg.Go(func() { r.ok, r.err = t.move(ctx, r.e, r.next) })
+		wg.Go(func() { r.ok, r.err = t.move(f.ctx, r.e, r.next) })
 	}
 	wg.Wait()
 	claims := time.Since(began)
@@ -198,7 +204,7 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 		c := claim{req: r.e.req, seen: r.e.nextDue, wrote: r.next}
 		switch {
 		case r.err != nil:
-			if ctx.Err() == nil && stop == nil {
+			if f.ctx.Err() == nil && stop == nil {
 				stop = r.err
 			}
 			if !r.backingOff {
@@ -210,7 +216,7 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 			claimed = append(claimed, c)
 		}
 	}
-	sw.Enqueued, sw.Unanswered = t.send(f, q, claimed, lost)
+	sw.Enqueued, sw.Unanswered, sw.Stranded = t.send(f, q, claimed, lost)
 	p.measured(time.Since(began), claims)
 	return sw, stop
 }
@@ -219,8 +225,9 @@ func (t *Table) claimAndSend(ctx context.Context, f *followUp, p *pace, q Enqueu
 // parallel) the claim of each one q refused or was not given, and of each
 // lost one. A claim whose send went unanswered (ErrUnanswered) is kept:
 // SQS may hold its message, and undoing it could enqueue the catalog twice.
-// It returns how many q accepted and how many went unanswered.
-func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) (sent, unanswered int) {
+// It returns how many q accepted, how many went unanswered, and how many
+// claims it could not undo.
+func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) (sent, unanswered, stranded int) {
 	undo := lost
 	if len(claimed) > 0 {
 		var errs []error
@@ -242,12 +249,17 @@ func (t *Table) send(f *followUp, q Enqueuer, claimed, lost []claim) (sent, unan
 			}
 		}
 	}
+	var failed atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range undo {
-		wg.Go(func() { t.unclaim(f.ctx, c) })
+		wg.Go(func() {
+			if t.unclaim(f.ctx, c) != nil {
+				failed.Add(1)
+			}
+		})
 	}
 	wg.Wait()
-	return sent, unanswered
+	return sent, unanswered, int(failed.Load())
 }
 
 // move sets e's next_due to next if it is still the one the index
@@ -276,10 +288,12 @@ type claim struct {
 }
 
 // unclaim puts back the next_due a claim moved, so that the next sweep
-// finds the catalog due again. Best effort: a failure leaves the catalog
-// due one interval later.
-func (t *Table) unclaim(ctx context.Context, c claim) {
-	_, _ = t.move(ctx, entry{req: c.req, nextDue: c.wrote}, c.seen)
+// finds the catalog due again; a claim that never landed, or that another
+// writer moved on since, is left alone. An error leaves the catalog due
+// one interval later.
+func (t *Table) unclaim(ctx context.Context, c claim) error {
+	_, err := t.move(ctx, entry{req: c.req, nextDue: c.wrote}, c.seen)
+	return err
 }
 
 func readEntry(item map[string]types.AttributeValue) (entry, error) {
@@ -315,11 +329,12 @@ const (
 	MetricEnqueued     = "SweepEnqueued"
 	MetricBackingOff   = "SweepBackingOff"
 	MetricUnanswered   = "SweepUnanswered"
+	MetricStranded     = "SweepStranded"
 	MetricOverdue3x    = "SweepOverdue3x"
 	MetricStaleRequest = "StaleRediscoveries"
 )
 
 // Counts is s as metrics, for runner.EmitCounts.
 func (s Swept) Counts() map[string]int {
-	return map[string]int{MetricDue: s.Due, MetricEnqueued: s.Enqueued, MetricBackingOff: s.BackingOff, MetricUnanswered: s.Unanswered, MetricOverdue3x: s.Overdue3x}
+	return map[string]int{MetricDue: s.Due, MetricEnqueued: s.Enqueued, MetricBackingOff: s.BackingOff, MetricUnanswered: s.Unanswered, MetricStranded: s.Stranded, MetricOverdue3x: s.Overdue3x}
 }

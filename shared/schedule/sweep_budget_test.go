@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -155,33 +156,41 @@ type cancelAfter struct {
 	cancel context.CancelFunc
 }
 
-// TestBudgetEndsMidPage: the sweep's context ends after a few claims; what
-// it claimed is still sent, nothing more is claimed, and the next sweep
-// enqueues the rest: every catalog once.
+// TestBudgetEndsMidPage: the sweep's context ends after a few claims; the
+// claims under way still land and are sent, no new sendBatch starts, and
+// the next sweep enqueues the rest: every catalog once.
 func TestBudgetEndsMidPage(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, schedule.Options{})
-	for i := range 20 {
-		f.put(t, fmt.Sprintf("c%02d", i), 0, nil)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	api := &cancelAfter{DynamoAPI: f.strict, cancel: cancel}
-	api.n.Store(3)
-	s := schedule.New(api, f.table, schedule.Options{Now: f.clock.Now})
-	f.clock.Set(catalogtest.T0.Add(time.Hour))
-	q := &queue{}
-	sw, err := s.Sweep(ctx, q, time.Time{})
-	if err != nil || sw.Complete || sw.Enqueued < 3 || sw.Enqueued == 20 {
-		t.Fatalf("Sweep = %+v, %v; want an incomplete sweep that sent at least its 3 claims", sw, err)
-	}
-	first := q.take()
-	if len(first) != sw.Enqueued {
-		t.Errorf("enqueued %v, want %d", first, sw.Enqueued)
-	}
-	f.sweep(t, q, time.Hour+time.Second)
-	all := append(first, q.take()...)
-	slices.Sort(all)
-	if len(all) != 20 || len(slices.Compact(slices.Clone(all))) != 20 {
-		t.Errorf("over two sweeps enqueued %v, want each of the 20 once", all)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const n = 200 // about 25 a shard: no shard's first sendBatch takes them all
+		mem := newMemTable(n, time.Now(), 10*time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
+		api := &cancelAfter{DynamoAPI: mem, cancel: cancel}
+		api.n.Store(3)
+		perShard := map[string]int{}
+		for i := range n {
+			perShard[catalog.DueShard(fmt.Sprintf("c%04d", i))]++
+		}
+		underWay := 0 // each shard's first sendBatch: under way when the 3rd claim is answered
+		for _, c := range perShard {
+			underWay += min(c, 10)
+		}
+		q := &queue{}
+		sw, err := schedule.New(api, "catalog", schedule.Options{}).Sweep(ctx, q, time.Time{})
+		if err != nil || sw.Complete || sw.Enqueued != underWay || sw.Stranded != 0 {
+			t.Fatalf("Sweep = %+v, %v; want an incomplete sweep that sent the %d claims under way, no more", sw, err, underWay)
+		}
+		first := q.take()
+		if len(first) != sw.Enqueued || len(mem.stillDue(time.Now())) != n-sw.Enqueued {
+			t.Errorf("enqueued %d, reported %d, %d still due; want the rest of %d due", len(first), sw.Enqueued, len(mem.stillDue(time.Now())), n)
+		}
+		if _, err := schedule.New(mem, "catalog", schedule.Options{}).Sweep(t.Context(), q, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		all := append(first, q.take()...)
+		slices.Sort(all)
+		if distinct := len(slices.Compact(slices.Clone(all))); len(all) != n || distinct != n {
+			t.Errorf("over two sweeps enqueued %d (%d distinct), want each of the %d once", len(all), distinct, n)
+		}
+	})
 }

@@ -28,7 +28,8 @@ import (
 // memTable is the due index in memory, for sweeps on a synctest clock:
 // Query answers a shard's due entries in one page, UpdateItem moves
 // next_due under its condition. Each request takes latency and gives up,
-// writing nothing, when its context ends first. It records the deadline of
+// writing nothing, when its context ends first; with failUndo set every
+// undo fails. It records the deadline of
 // each undo's context (an update moving next_due back; zero: none).
 type memTable struct {
 	schedule.DynamoAPI // GetItem: not used by a sweep
@@ -36,6 +37,7 @@ type memTable struct {
 	mu                 sync.Mutex
 	due                map[string]int64 // catalog id → next_due
 	undoDeadlines      []time.Time
+	failUndo           bool // every undo fails, writing nothing
 }
 
 func newMemTable(n int, due time.Time, latency time.Duration) *memTable {
@@ -86,7 +88,11 @@ func (m *memTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 		d, _ := ctx.Deadline()
 		m.mu.Lock()
 		m.undoDeadlines = append(m.undoDeadlines, d)
+		fail := m.failUndo
 		m.mu.Unlock()
+		if fail {
+			return nil, errors.New("throttled")
+		}
 	}
 	if err := m.wait(ctx); err != nil {
 		return nil, err

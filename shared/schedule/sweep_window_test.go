@@ -224,3 +224,29 @@ func TestSweepStartsNoSendThatCannotFit(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepCountsUndosThatFailed: SQS refuses every message and every
+// undo fails: nothing is enqueued, each claim is counted Stranded (and as
+// the SweepStranded metric), and each catalog waits one interval: the
+// sweep an interval later enqueues them all.
+func TestSweepCountsUndosThatFailed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const n = 30
+		mem := newMemTable(n, time.Now(), 10*time.Millisecond)
+		mem.failUndo = true
+		sw, err := schedule.New(mem, "catalog", schedule.Options{}).Sweep(t.Context(), &queue{fail: true}, time.Now().Add(time.Minute))
+		if err != nil || sw.Enqueued != 0 || sw.Stranded != n || sw.Counts()[schedule.MetricStranded] != n {
+			t.Fatalf("Sweep = %+v, %v; want %d stranded, none enqueued", sw, err, n)
+		}
+		if due := mem.stillDue(time.Now()); len(due) != 0 {
+			t.Errorf("%d still due, want none (each stranded claim holds its catalog one interval)", len(due))
+		}
+		time.Sleep(time.Hour + time.Second)
+		q := &queue{}
+		sw, err = schedule.New(mem, "catalog", schedule.Options{}).Sweep(t.Context(), q, time.Now().Add(time.Minute))
+		if got := len(q.take()); err != nil || sw.Enqueued != n || got != n || sw.Stranded != 0 {
+			t.Errorf("an interval later: %+v, %v, %d sent; want all %d enqueued", sw, err, got, n)
+		}
+	})
+}
