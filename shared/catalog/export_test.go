@@ -24,9 +24,6 @@ func LiveKeys(ctx context.Context, s *Dynamo, id string) (map[string]bool, error
 	if h.version == "" {
 		return keys, nil
 	}
-	if h.manifestChunks == 0 {
-		return nil, fmt.Errorf("catalog %q is in the old layout", id)
-	}
 	m, ok, err := s.readManifest(ctx, id, h.version)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("manifest of %s: found %t, %v", h.version, ok, err)
