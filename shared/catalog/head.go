@@ -162,22 +162,22 @@ func (s *Dynamo) updateHead(ctx context.Context, id string, update expression.Up
 	if err != nil {
 		return false, fmt.Errorf("catalog: update head of %q: %w", id, err)
 	}
-	err = s.retry(ctx, "update head of "+strconv.Quote(id), func() error {
-		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       headKey(id),
-			UpdateExpression:          e.Update(),
-			ConditionExpression:       e.Condition(),
-			ExpressionAttributeNames:  e.Names(),
-			ExpressionAttributeValues: e.Values(),
-		})
-		return err
-	})
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       headKey(id),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	}, withinDeadline(ctx))
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
 		return false, nil
 	}
-	return err == nil, err
+	return false, failed(ctx, "update head of "+strconv.Quote(id), err)
 }
 
 // RecordFailure records f as the last failure of id unless a later one is
