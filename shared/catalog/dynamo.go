@@ -122,7 +122,7 @@ func WithBackoff(lo, hi time.Duration) DynamoOption {
 func WithNameIndexMax(n int) DynamoOption { return func(s *Dynamo) { s.nameIndexMax = n } }
 
 // NewDynamo returns a store in table (created by CreateTable or the
-// template). Requests are retried by client's retryer (awsconf.Load
+// template). Requests are retried by the client's retryer (awsconf.Load
 // configures it), never with a backoff that would outlast the context's
 // deadline; a request that the retryer gave up on, or whose context ended,
 // fails with ErrUnavailable.
