@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/onboard"
@@ -215,7 +215,7 @@ func openStore(ctx context.Context, o options) (vaultStore, error) {
 	if o.file != "" {
 		return fileStore{path: o.file}, nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}

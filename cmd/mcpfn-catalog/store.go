@@ -8,17 +8,13 @@ import (
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/startup"
 )
-
-// sdkAttempts bounds the SDK's own attempts per request; the catalog
-// store retries on top of it until the --timeout context ends.
-const sdkAttempts = 2
 
 // store is the catalog store the flags and environment name. api and
 // table are set for a DynamoDB table, nil and "" for a directory store.
@@ -109,7 +105,7 @@ func open(ctx context.Context, sf storeFlags, getenv func(string) string) (*stor
 		}
 		where = "DynamoDB at " + u.Scheme + "://" + u.Host
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return nil, storeErrorf("AWS configuration: %s", oneLine(err))
 	}
@@ -117,7 +113,6 @@ func open(ctx context.Context, sf storeFlags, getenv func(string) string) (*stor
 		return nil, storeErrorf("no AWS region: set AWS_REGION (or a region in the AWS profile)")
 	}
 	api := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.RetryMaxAttempts = sdkAttempts
 		if sf.endpoint != "" {
 			o.BaseEndpoint = aws.String(sf.endpoint)
 		}

@@ -74,12 +74,12 @@ const MaxChangeBytes = 64 << 10
 // prefix, filled a name from each list in turn. The counts are always
 // complete. The JSON names are those of the discover result's changes.
 type Changes struct {
-	Added        []string `json:"added"`
-	Removed      []string `json:"removed"`
-	Changed      []string `json:"changed"`
-	AddedCount   int      `json:"added_count"`
-	RemovedCount int      `json:"removed_count"`
-	ChangedCount int      `json:"changed_count"`
+	Added        []string `json:"added" dynamodbav:"added"`
+	Removed      []string `json:"removed" dynamodbav:"removed"`
+	Changed      []string `json:"changed" dynamodbav:"changed"`
+	AddedCount   int      `json:"added_count" dynamodbav:"added_count"`
+	RemovedCount int      `json:"removed_count" dynamodbav:"removed_count"`
+	ChangedCount int      `json:"changed_count" dynamodbav:"changed_count"`
 }
 
 // Catalog is the stored state of one id. Version is empty when only a

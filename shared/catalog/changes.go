@@ -35,14 +35,6 @@ func fieldHash(t mcp.Tool) [fieldHashLen]byte {
 	return sum
 }
 
-// toolHash is t's content hash: the first 8 bytes of fieldHash.
-func toolHash(t mcp.Tool) [toolHashLen]byte {
-	f := fieldHash(t)
-	var sum [toolHashLen]byte
-	copy(sum[:], f[:])
-	return sum
-}
-
 // differ diffs p's entries against a replaced version whose tools are
 // fed to old one at a time.
 type differ struct {

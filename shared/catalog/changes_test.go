@@ -1,11 +1,14 @@
 package catalog_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"maps"
+	"io"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
@@ -287,28 +291,39 @@ func TestChangedPutPastHalfRetentionRenews(t *testing.T) {
 }
 
 // lostFlip applies the first flip it sees, runs then, and answers with a
-// throttling error, as if the answer were lost: the store retries, and
-// its condition no longer holds.
+// throttling error, as if the answer were lost: the client's retryer
+// retries, and its condition no longer holds. It is the client's HTTP
+// transport, so the fault meets the SDK's retryer.
 type lostFlip struct {
-	catalog.DynamoAPI
 	mu    sync.Mutex
 	armed bool
 	then  func()
 }
 
-func (l *lostFlip) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+func (l *lostFlip) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	l.mu.Lock()
-	fire := l.armed && slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), "manifest_chunks")
+	fire := l.armed && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".UpdateItem") && bytes.Contains(body, []byte(`"manifest_chunks"`))
 	if fire {
 		l.armed = false
 	}
 	l.mu.Unlock()
-	out, err := l.DynamoAPI.UpdateItem(ctx, in, o...)
-	if !fire || err != nil {
-		return out, err
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if !fire || err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	l.then()
-	return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "injected after applying"}
+	return &http.Response{
+		StatusCode: http.StatusBadRequest, Request: r,
+		Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Errortype": {"ThrottlingException"}},
+		Body:   io.NopCloser(strings.NewReader(`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"injected after applying"}`)),
+	}, nil
 }
 
 // TestLostFlipThenNewerFlipKeepsSharedItems: a Put whose flip landed
@@ -327,10 +342,14 @@ func TestLostFlipThenNewerFlipKeepsSharedItems(t *testing.T) {
 	c := mcp.Listing{Tools: slices.Clone(b.Tools)}
 	c.Tools[2] = catalogtest.Tool("tool-2", "c")
 	var rc catalog.PutResult
-	l := &lostFlip{DynamoAPI: strict, armed: true, then: func() {
+	l := &lostFlip{armed: true, then: func() {
 		rc = catalogtest.MustPut(t, newer, "id", catalogtest.Discover(c, 2*time.Minute))
 	}}
-	s := catalog.NewDynamo(l, table, catalog.WithBackoff(time.Millisecond, 5*time.Millisecond))
+	lossy := dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(context.Background()), func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: l}
+		o.Retryer = awsconf.NewRetryer(awsconf.MaxAttempts, fastBackoff)
+	})
+	s := catalog.NewDynamo(catalogtest.Strict(t, lossy), table) // its own: the flip's lock is held during then
 	rb := catalogtest.MustPut(t, s, "id", catalogtest.Discover(b, time.Minute))
 	if !rb.Superseded || rb.Version != rc.Version {
 		t.Fatalf("Put whose flip was replaced unseen = %+v, want superseded by %s", rb, rc.Version)

@@ -11,6 +11,9 @@ import (
 	"io"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/mcpfn/mcpfn/shared/mcp"
 )
 
@@ -125,24 +128,57 @@ func decodeManifest(b []byte) (*manifest, error) {
 
 var errBadChanges = errors.New("catalog: malformed stored changes")
 
-// encodeChanges frames c: the three counts as uvarints, then per list the
-// number of names kept and each name, length-prefixed.
-func encodeChanges(c *Changes) []byte {
-	var b []byte
-	for _, n := range []int{c.AddedCount, c.RemovedCount, c.ChangedCount} {
-		b = binary.AppendUvarint(b, uint64(n))
-	}
-	for _, l := range [][]string{c.Added, c.Removed, c.Changed} {
-		b = binary.AppendUvarint(b, uint64(len(l)))
-		for _, name := range l {
-			b = binary.AppendUvarint(b, uint64(len(name)))
-			b = append(b, name...)
+// decodeStoredChanges decodes the head's changes attribute by its type: a
+// map with Changes' dynamodbav names and every list present, as Put
+// writes it, or the binary framing of versions stored before
+// (decodeChanges).
+func decodeStoredChanges(v types.AttributeValue) (*Changes, error) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberB:
+		return decodeChanges(v.Value)
+	case *types.AttributeValueMemberM:
+		for k, e := range v.Value {
+			if err := checkChangesEntry(k, e); err != nil {
+				return nil, err
+			}
 		}
+		var c Changes
+		if err := attributevalue.Unmarshal(v, &c); err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadChanges, err)
+		}
+		if c.Added == nil || c.Removed == nil || c.Changed == nil ||
+			c.AddedCount < len(c.Added) || c.RemovedCount < len(c.Removed) || c.ChangedCount < len(c.Changed) {
+			return nil, fmt.Errorf("%w: a list missing or longer than its count", errBadChanges)
+		}
+		return &c, nil
 	}
-	return b
+	return nil, fmt.Errorf("%w: attribute of type %T", errBadChanges, v)
 }
 
-// decodeChanges reverses encodeChanges.
+// checkChangesEntry fails unless k is a key of a stored Changes map and
+// v, if a list, holds only strings (attributevalue would convert numbers).
+func checkChangesEntry(k string, v types.AttributeValue) error {
+	switch k {
+	case "added_count", "removed_count", "changed_count":
+		return nil // attributevalue decodes only a number into an int
+	case "added", "removed", "changed":
+		l, ok := v.(*types.AttributeValueMemberL)
+		if !ok {
+			return fmt.Errorf("%w: %s is %T, want a list", errBadChanges, k, v)
+		}
+		for _, e := range l.Value {
+			if _, ok := e.(*types.AttributeValueMemberS); !ok {
+				return fmt.Errorf("%w: %s holds %T, want strings", errBadChanges, k, e)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unknown key %q", errBadChanges, k)
+}
+
+// decodeChanges decodes the binary framing of versions stored before the
+// changes attribute was a map: the three counts as uvarints, then per list
+// the number of names kept and each name, length-prefixed.
 func decodeChanges(b []byte) (*Changes, error) {
 	uv := func() (int, error) {
 		n, k := binary.Uvarint(b)

@@ -3,8 +3,12 @@ package catalog
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -194,4 +198,77 @@ func FuzzNameIndex(f *testing.F) {
 
 func entryOf(t mcp.Tool) entry {
 	return entry{tool: t, hash: sha256.Sum256([]byte(t.Name))}
+}
+
+// encodeChanges frames c as versions stored before the changes map did
+// (decodeChanges): the three counts as uvarints, then per list the
+// number of names kept and each name, length-prefixed.
+func encodeChanges(c *Changes) []byte {
+	var b []byte
+	for _, n := range []int{c.AddedCount, c.RemovedCount, c.ChangedCount} {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	for _, l := range [][]string{c.Added, c.Removed, c.Changed} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, name := range l {
+			b = binary.AppendUvarint(b, uint64(len(name)))
+			b = append(b, name...)
+		}
+	}
+	return b
+}
+
+// TestStoredChangesByType: the changes attribute decodes by its type, a
+// map as Put writes it and the binary framing of earlier versions alike;
+// anything else is errBadChanges.
+func TestStoredChangesByType(t *testing.T) {
+	want := &Changes{Added: []string{"a"}, Removed: []string{}, Changed: []string{"b", "c"}, AddedCount: 3, ChangedCount: 2}
+	native, err := attributevalue.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := native.(*types.AttributeValueMemberM); !ok {
+		t.Fatalf("Changes marshals as %T, want a map", native)
+	}
+	for name, v := range map[string]types.AttributeValue{
+		"map":    native,
+		"binary": &types.AttributeValueMemberB{Value: encodeChanges(want)},
+	} {
+		got, err := decodeStoredChanges(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	without := func(k string) types.AttributeValue {
+		m := map[string]types.AttributeValue{}
+		for key, v := range native.(*types.AttributeValueMemberM).Value {
+			if key != k {
+				m[key] = v
+			}
+		}
+		return &types.AttributeValueMemberM{Value: m}
+	}
+	with := func(k string, v types.AttributeValue) types.AttributeValue {
+		m := without(k).(*types.AttributeValueMemberM)
+		m.Value[k] = v
+		return m
+	}
+	for name, v := range map[string]types.AttributeValue{
+		"string":           &types.AttributeValueMemberS{Value: "a"},
+		"list":             &types.AttributeValueMemberL{},
+		"no removed list":  without("removed"),
+		"unknown key":      with("renamed", &types.AttributeValueMemberL{}),
+		"count as string":  with("added_count", &types.AttributeValueMemberS{Value: "3"}),
+		"count below list": with("changed_count", &types.AttributeValueMemberN{Value: "1"}),
+		"list of numbers":  with("added", &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: "1"}}}),
+		"truncated binary": &types.AttributeValueMemberB{Value: encodeChanges(want)[:5]},
+		"trailing binary":  &types.AttributeValueMemberB{Value: append(encodeChanges(want), 0)},
+	} {
+		if _, err := decodeStoredChanges(v); !errors.Is(err, errBadChanges) {
+			t.Errorf("%s: %v, want errBadChanges", name, err)
+		}
+	}
 }

@@ -2,8 +2,8 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -13,21 +13,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 )
 
 // getItem reads one item consistently; nil when absent.
 func (s *Dynamo) getItem(ctx context.Context, id, sk string) (map[string]types.AttributeValue, error) {
-	var out *dynamodb.GetItemOutput
-	err := s.retry(ctx, "get "+strconv.Quote(id)+" "+sk, func() (err error) {
-		out, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:      aws.String(s.table),
-			Key:            itemKey(id, sk),
-			ConsistentRead: aws.Bool(true),
-		})
-		return err
-	})
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            itemKey(id, sk),
+		ConsistentRead: aws.Bool(true),
+	}, withinDeadline(ctx))
 	if err != nil {
-		return nil, err
+		return nil, failed(ctx, "get "+strconv.Quote(id)+" "+sk, err)
 	}
 	return out.Item, nil
 }
@@ -77,13 +75,9 @@ func (s *Dynamo) runQuery(ctx context.Context, b expression.Builder, fn func(map
 		ExpressionAttributeValues: e.Values(),
 	}
 	for {
-		var out *dynamodb.QueryOutput
-		err := s.retry(ctx, "query "+*in.KeyConditionExpression, func() (err error) {
-			out, err = s.api.Query(ctx, in)
-			return err
-		})
+		out, err := s.api.Query(ctx, in, withinDeadline(ctx))
 		if err != nil {
-			return err
+			return failed(ctx, "query "+*in.KeyConditionExpression, err)
 		}
 		for _, item := range out.Items {
 			if err := fn(item); err != nil {
@@ -107,36 +101,31 @@ const workers = 4
 // throttling codes, 5xx answers and dropped or refused connections.
 var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 
-// retry calls f until it succeeds, fails for good, or ctx ends; the last
-// case wraps ErrUnavailable.
-func (s *Dynamo) retry(ctx context.Context, op string, f func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := f()
-		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
-		case retryables.IsErrorRetryable(err) != aws.TrueTernary:
-			return fmt.Errorf("catalog: %s: %w", op, err)
-		}
-		if perr := s.pause(ctx, attempt); perr != nil {
-			return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+// withinDeadline is the option every request takes: the client's retryer
+// sleeps no backoff that would end past ctx's deadline.
+func withinDeadline(ctx context.Context) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		if d, ok := ctx.Deadline(); ok && o.Retryer != nil {
+			o.Retryer = awsconf.WithinDeadline(o.Retryer, d)
 		}
 	}
 }
 
-// pause sleeps a jittered backoff for the given attempt: a random time
-// between half and all of min(backoffMax, backoffMin·2^attempt). A backoff
-// that would end past ctx's deadline is not slept: pause fails at once.
-func (s *Dynamo) pause(ctx context.Context, attempt int) error {
-	d := s.backoffMax
-	if attempt < 30 && s.backoffMin<<attempt < d {
-		d = s.backoffMin << attempt
+// failed is the error of request op that failed with err: it wraps
+// ErrUnavailable when ctx ended or the client's retryer gave up on an
+// error it retries (its attempts spent, or a backoff past the deadline),
+// and is permanent otherwise.
+func failed(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || retryables.IsErrorRetryable(err) == aws.TrueTernary {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 	}
-	if d > 1 {
-		d = d/2 + rand.N(d/2)
-	}
+	return fmt.Errorf("catalog: %s: %w", op, err)
+}
+
+// pause sleeps d, the backoff before another round of unprocessed items.
+// A backoff that would end past ctx's deadline is not slept: pause fails
+// at once.
+func pause(ctx context.Context, d time.Duration) error {
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
 		return fmt.Errorf("backoff of %s ends past the deadline: %w", d, context.DeadlineExceeded)
 	}
@@ -194,23 +183,21 @@ func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) er
 	return nil
 }
 
+// writeBatch writes b, sending what DynamoDB leaves unprocessed again
+// after a backoff (which no SDK retryer sees) until ctx ends.
 func (s *Dynamo) writeBatch(ctx context.Context, b []types.WriteRequest) error {
-	for attempt := 0; ; attempt++ {
-		var out *dynamodb.BatchWriteItemOutput
-		err := s.retry(ctx, "write items", func() (err error) {
-			out, err = s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-				RequestItems: map[string][]types.WriteRequest{s.table: b},
-			})
-			return err
-		})
+	for round := 0; ; round++ {
+		out, err := s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{s.table: b},
+		}, withinDeadline(ctx))
 		if err != nil {
-			return err
+			return failed(ctx, "write items", err)
 		}
 		b = out.UnprocessedItems[s.table]
 		if len(b) == 0 {
 			return nil
 		}
-		if err := s.pause(ctx, attempt); err != nil {
+		if err := pause(ctx, s.backoff.Delay(round)); err != nil {
 			return fmt.Errorf("%w: write items: %d unprocessed: %w", ErrUnavailable, len(b), err)
 		}
 	}

@@ -58,11 +58,10 @@ type dirHead struct {
 	ToolCount       int       `json:"tool_count"`
 	RefusedCount    int       `json:"refused_count"`
 	Names           []string  `json:"names,omitempty"` // sorted
-	// Hashes holds each of Names' tool hash (toolHash, hex), in its order;
-	// absent in versions stored before diffs, as is Changes.
+	// Hashes holds each of Names' tool hash (its entry's toolHash, hex), in
+	// its order.
 	Hashes []string `json:"hashes,omitempty"`
-	// Hints holds each of Names' hintsByte, in its order; absent before
-	// Lookup reported hints.
+	// Hints holds each of Names' hintsByte, in its order.
 	Hints   []byte   `json:"hints,omitempty"`
 	Changes *Changes `json:"changes,omitempty"` // Changes' own JSON names
 	// Models maps every model name that is not its tool's name to the name.
@@ -87,32 +86,29 @@ func (h dirHead) prior() prior {
 	return pr
 }
 
-// diff is p's diff against h's version: from h's hashes, or for a version
-// stored before them, from its file.
+// diff is p's diff against h's version, from h's hashes.
 func (h dirHead) diff(dir string, p prepared) (*Changes, error) {
 	if h.Version == "" {
 		return allAdded(p), nil
 	}
 	d := newDiffer(p)
-	if h.Changes != nil && len(h.Hashes) == len(h.Names) {
-		for i, name := range h.Names {
-			var th [toolHashLen]byte
-			if n, err := hex.Decode(th[:], []byte(h.Hashes[i])); err != nil || n != toolHashLen {
-				return nil, fmt.Errorf("catalog: %s: malformed tool hash %q", dir, h.Hashes[i])
-			}
-			_ = d.old(sha256.Sum256([]byte(name)), th, func() (string, error) { return name, nil })
+	for i, name := range h.Names {
+		var th [toolHashLen]byte
+		if n, err := hex.Decode(th[:], []byte(h.Hashes[i])); err != nil || n != toolHashLen {
+			return nil, fmt.Errorf("catalog: %s: malformed tool hash %q", dir, h.Hashes[i])
 		}
-		return d.changes(), nil
-	}
-	var v dirVersion
-	if err := readJSON(filepath.Join(dir, h.Version+versionExt), &v); err != nil {
-		return nil, err
-	}
-	for _, dt := range v.Tools {
-		t := dt.tool()
-		_ = d.old(sha256.Sum256([]byte(t.Name)), toolHash(t), func() (string, error) { return t.Name, nil })
+		_ = d.old(sha256.Sum256([]byte(name)), th, func() (string, error) { return name, nil })
 	}
 	return d.changes(), nil
+}
+
+// check fails unless h, read from dir, names no version or records its
+// diff and a tool hash and hints byte for every name.
+func (h dirHead) check(dir string) error {
+	if h.Version != "" && (h.Changes == nil || len(h.Hashes) != len(h.Names) || len(h.Hints) != len(h.Names)) {
+		return fmt.Errorf("catalog: %s: head of version %s lacks its diff, tool hashes or hints", dir, h.Version)
+	}
+	return nil
 }
 
 type dirFailure struct {
@@ -295,20 +291,8 @@ func (s *Dir) Lookup(ctx context.Context, id, toolName string) (Membership, erro
 	}
 	i, in := slices.BinarySearch(h.Names, name)
 	m.Found = m.Found || in
-	switch {
-	case !m.Found:
-	case len(h.Hints) == len(h.Names):
+	if m.Found {
 		m.Annotations = hintsOf(h.Hints[i])
-	default: // a head from before hints: the version file has them
-		var v dirVersion
-		if err := readJSON(filepath.Join(s.catalogDir(id), h.Version+versionExt), &v); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Membership{}, err
-		}
-		for _, t := range v.Tools {
-			if t.Name == name {
-				m.Annotations = hintsOnly(t.tool().Annotations)
-			}
-		}
 	}
 	return m, nil
 }

@@ -23,7 +23,7 @@ type dirVersion struct {
 }
 
 // dirTool keeps schemas and meta as bytes (base64 in JSON) so they
-// round-trip exactly. A tool without model_name has its name's default.
+// round-trip exactly. model_name is omitted when it is the name.
 type dirTool struct {
 	Name         string          `json:"name"`
 	ModelName    string          `json:"model_name,omitempty"`
@@ -59,7 +59,7 @@ func (d dirTool) tool() mcp.Tool {
 	t := mcp.Tool{Name: d.Name, ModelName: d.ModelName, Title: d.Title, Description: d.Description,
 		InputSchema: d.InputSchema, OutputSchema: nonEmpty(d.OutputSchema), Meta: nonEmpty(d.Meta)}
 	if t.ModelName == "" {
-		t.ModelName = defaultModelName(t.Name)
+		t.ModelName = t.Name
 	}
 	if a := d.Annotations; a != nil {
 		t.Annotations = &mcp.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
@@ -85,10 +85,13 @@ func versionFiles(dir string) []string {
 func readHead(dir string) (dirHead, error) {
 	var h dirHead
 	err := readJSON(filepath.Join(dir, headFile), &h)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return dirHead{}, nil
+	case err != nil:
+		return dirHead{}, err
 	}
-	return h, err
+	return h, h.check(dir)
 }
 
 func readJSON(path string, v any) error {

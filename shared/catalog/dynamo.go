@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 )
 
 // DynamoAPI is the part of *dynamodb.Client a Dynamo store uses.
@@ -89,8 +91,7 @@ type Dynamo struct {
 	table        string
 	retention    time.Duration
 	now          func() time.Time
-	backoffMin   time.Duration
-	backoffMax   time.Duration
+	backoff      awsconf.Backoff // between rounds of unprocessed items
 	nameIndexMax int
 	exceptionMax int
 	chunkBytes   int // manifest bytes per item
@@ -108,11 +109,12 @@ func WithRetention(d time.Duration) DynamoOption { return func(s *Dynamo) { s.re
 // WithClock sets the clock. Default time.Now.
 func WithClock(now func() time.Time) DynamoOption { return func(s *Dynamo) { s.now = now } }
 
-// WithBackoff sets the jittered exponential backoff between retries of
-// throttled, dropped or unprocessed requests. Default DefaultBackoffMin,
+// WithBackoff sets the jittered exponential backoff between rounds of
+// items a BatchWriteItem left unprocessed; the client's retryer backs off
+// between retries of a request. Default DefaultBackoffMin,
 // DefaultBackoffMax.
 func WithBackoff(lo, hi time.Duration) DynamoOption {
-	return func(s *Dynamo) { s.backoffMin, s.backoffMax = lo, hi }
+	return func(s *Dynamo) { s.backoff = awsconf.Backoff{Min: lo, Max: hi} }
 }
 
 // WithNameIndexMax sets the largest catalog whose tool names the head
@@ -120,17 +122,17 @@ func WithBackoff(lo, hi time.Duration) DynamoOption {
 func WithNameIndexMax(n int) DynamoOption { return func(s *Dynamo) { s.nameIndexMax = n } }
 
 // NewDynamo returns a store in table (created by CreateTable or the
-// template). Every call retries throttling, server faults and dropped
-// connections until its context ends or a backoff would outlast its
-// deadline, then fails with ErrUnavailable.
+// template). Requests are retried by the client's retryer (awsconf.Load
+// configures it), never with a backoff that would outlast the context's
+// deadline; a request that the retryer gave up on, or whose context ended,
+// fails with ErrUnavailable.
 func NewDynamo(client DynamoAPI, table string, opts ...DynamoOption) *Dynamo {
 	s := &Dynamo{
 		api:          client,
 		table:        table,
 		retention:    DefaultRetention,
 		now:          time.Now,
-		backoffMin:   DefaultBackoffMin,
-		backoffMax:   DefaultBackoffMax,
+		backoff:      awsconf.Backoff{Min: DefaultBackoffMin, Max: DefaultBackoffMax},
 		nameIndexMax: DefaultNameIndexMax,
 		exceptionMax: maxModelExceptions,
 		chunkBytes:   manifestChunkBytes,

@@ -12,6 +12,9 @@ func WithModelExceptionMax(n int) DynamoOption { return func(s *Dynamo) { s.exce
 // WithManifestChunkBytes sets the manifest bytes one item carries.
 func WithManifestChunkBytes(n int) DynamoOption { return func(s *Dynamo) { s.chunkBytes = n } }
 
+// OldChanges is c framed as versions stored before the changes map did.
+func OldChanges(c *Changes) []byte { return encodeChanges(c) }
+
 // LiveKeys returns the keys, as "pk sk", of every item the current
 // version of id needs: the head, the version's marker and manifest chunks,
 // and the tool items its manifest references.
@@ -23,9 +26,6 @@ func LiveKeys(ctx context.Context, s *Dynamo, id string) (map[string]bool, error
 	keys := map[string]bool{id + " " + HeadSortKey: true}
 	if h.version == "" {
 		return keys, nil
-	}
-	if h.manifestChunks == 0 {
-		return nil, fmt.Errorf("catalog %q is in the old layout", id)
 	}
 	m, ok, err := s.readManifest(ctx, id, h.version)
 	if err != nil || !ok {

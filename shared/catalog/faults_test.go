@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
@@ -156,26 +157,27 @@ func hangUp(w http.ResponseWriter) {
 	}
 }
 
-// newProxied returns a store whose requests pass through a fault proxy.
-// The SDK's own retries are off, so the store's retries face every fault.
-func newProxied(t *testing.T, opts ...catalog.DynamoOption) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
+// fastBackoff is the backoff of the tests' retryers.
+var fastBackoff = awsconf.Backoff{Min: time.Millisecond, Max: 20 * time.Millisecond}
+
+// newProxied returns a store whose requests pass through a fault proxy,
+// its client's retryer the one awsconf configures, backing off b.
+func newProxied(t *testing.T, b awsconf.Backoff) (*catalog.Dynamo, *faultProxy, *dynamodb.Client, string) {
 	ctx := context.Background()
 	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
 	p := newFaultProxy(t)
 	proxied := dynamodb.NewFromConfig(awstest.SharedMoto(t).Config(ctx), func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(p.URL)
-		o.RetryMaxAttempts = 1
+		o.Retryer = awsconf.NewRetryer(awsconf.MaxAttempts, b)
 	})
-	opts = append([]catalog.DynamoOption{catalog.WithBackoff(time.Millisecond, 20*time.Millisecond)}, opts...)
-	s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table, opts...)
+	s := catalog.NewDynamo(catalogtest.Strict(t, proxied), table, catalog.WithBackoff(b.Min, b.Max))
 	return s, p, client, table
 }
 
 // TestStalledStoreHonoursTheDeadline: requests stall (from the first, or
 // from the flip on); every call bounded by a short context fails with
 // ErrUnavailable soon after its deadline, through the SDK's default
-// retryer and the store's own, and the catalog keeps its last good
-// version.
+// retryer, and the catalog keeps its last good version.
 func TestStalledStoreHonoursTheDeadline(t *testing.T) {
 	t.Parallel()
 	const deadline, margin = 1500 * time.Millisecond, 3 * time.Second
@@ -248,7 +250,7 @@ func TestStalledStoreHonoursTheDeadline(t *testing.T) {
 // the context's deadline is not waited for.
 func TestBackoffPastTheDeadlineGivesUp(t *testing.T) {
 	t.Parallel()
-	s, p, _, _ := newProxied(t, catalog.WithBackoff(time.Minute, time.Minute))
+	s, p, _, _ := newProxied(t, awsconf.Backoff{Min: time.Minute, Max: time.Minute})
 	p.arm(func(int, int, string) fault { return throttle })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -279,7 +281,7 @@ func TestSingleFaultsAreRetried(t *testing.T) {
 		for _, o := range ops {
 			t.Run(fmt.Sprintf("%s %s#%d", f, o.op, o.k), func(t *testing.T) {
 				t.Parallel()
-				s, p, _, _ := newProxied(t)
+				s, p, _, _ := newProxied(t, fastBackoff)
 				a, b := catalogtest.Listing(50, "a"), catalogtest.Listing(30, "b")
 				catalogtest.MustPut(t, s, "id", catalogtest.Discover(a, 0))
 				p.arm(func(_, k int, op string) fault {
@@ -315,7 +317,7 @@ func TestOutagesKeepTheCatalogWhole(t *testing.T) {
 		for n := 1; n <= requests+1; n++ {
 			t.Run(fmt.Sprintf("%s from %d", f, n), func(t *testing.T) {
 				t.Parallel()
-				s, p, client, table := newProxied(t)
+				s, p, client, table := newProxied(t, fastBackoff)
 				a, b, c := catalogtest.Listing(50, "a"), catalogtest.Listing(30, "b"), catalogtest.Listing(3, "c")
 				ra := catalogtest.MustPut(t, s, "id", catalogtest.Discover(a, 0))
 				p.arm(func(i, _ int, _ string) fault {

@@ -35,10 +35,10 @@ type head struct {
 	nameIndexStored bool
 	exceptions      []byte // model_name_exceptions
 	modelsInItems   bool
-	changes         []byte // encodeChanges; nil for versions stored before diffs
-	manifestChunks  int    // the version's manifest items
-	nameHints       []byte // hintsByte per nameIndex entry; nil before hints
-	retiring        string // the version the last flip replaced
+	changes         types.AttributeValue // decodeStoredChanges; nil for versions stored before diffs
+	manifestChunks  int                  // the version's manifest items
+	nameHints       []byte               // hintsByte per nameIndex entry; nil before hints
+	retiring        string               // the version the last flip replaced
 	failure         *Failure
 	sched           HeadSchedule
 }
@@ -66,11 +66,19 @@ type headItem struct {
 	NameIndex      []byte       `dynamodbav:"name_index"`
 	Exceptions     []byte       `dynamodbav:"model_name_exceptions"`
 	ModelsInItems  bool         `dynamodbav:"model_names_in_items"`
-	Changes        []byte       `dynamodbav:"changes"`
+	Changes        rawAttr      `dynamodbav:"changes"`
 	ManifestChunks int          `dynamodbav:"manifest_chunks"`
 	NameHints      []byte       `dynamodbav:"name_hints"`
 	Retiring       string       `dynamodbav:"retiring"`
 	Failure        *failureItem `dynamodbav:"last_failure"`
+}
+
+// rawAttr keeps an attribute as stored, to be decoded when needed.
+type rawAttr struct{ v types.AttributeValue }
+
+func (r *rawAttr) UnmarshalDynamoDBAttributeValue(v types.AttributeValue) error {
+	r.v = v
+	return nil
 }
 
 // failureItem is the head's last_failure map.
@@ -108,7 +116,7 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 		nameIndexStored: it.NameIndex != nil,
 		exceptions:      it.Exceptions,
 		modelsInItems:   it.ModelsInItems,
-		changes:         it.Changes,
+		changes:         it.Changes.v,
 		manifestChunks:  it.ManifestChunks,
 		nameHints:       it.NameHints,
 		retiring:        it.Retiring,
@@ -162,22 +170,22 @@ func (s *Dynamo) updateHead(ctx context.Context, id string, update expression.Up
 	if err != nil {
 		return false, fmt.Errorf("catalog: update head of %q: %w", id, err)
 	}
-	err = s.retry(ctx, "update head of "+strconv.Quote(id), func() error {
-		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       headKey(id),
-			UpdateExpression:          e.Update(),
-			ConditionExpression:       e.Condition(),
-			ExpressionAttributeNames:  e.Names(),
-			ExpressionAttributeValues: e.Values(),
-		})
-		return err
-	})
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       headKey(id),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	}, withinDeadline(ctx))
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
 		return false, nil
 	}
-	return err == nil, err
+	return false, failed(ctx, "update head of "+strconv.Quote(id), err)
 }
 
 // RecordFailure records f as the last failure of id unless a later one is

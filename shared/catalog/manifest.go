@@ -126,9 +126,6 @@ func hintsOf(b byte) *mcp.Annotations {
 	return &mcp.Annotations{ReadOnlyHint: hs[0], DestructiveHint: hs[1], IdempotentHint: hs[2], OpenWorldHint: hs[3]}
 }
 
-// hintsOnly is a's four hints alone, as Membership reports them.
-func hintsOnly(a *mcp.Annotations) *mcp.Annotations { return hintsOf(hintsByte(a)) }
-
 // nameHints is one hintsByte per entry in the order of nameIndex.
 func nameHints(entries []entry) []byte {
 	type kh struct {

@@ -2,10 +2,7 @@ package catalog_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -130,91 +127,5 @@ func TestModelExceptionsPastTheHeadLimit(t *testing.T) {
 	}
 	if got := catalogtest.ModelNames(catalogtest.MustGet(t, s, "id").Tools); got[held] != want[held] || got["new"] != "new" {
 		t.Errorf("model names %v, want %s to keep %s", got, held, want[held])
-	}
-}
-
-// oldListing is a catalog as stored before tools had model names and
-// optional fields; oldHash is its content hash as that code computed it.
-var oldListing = mcp.Listing{
-	Tools: []mcp.Tool{
-		{Name: "search", Description: "finds", InputSchema: []byte(`{"type":"object"}`)},
-		{Name: "get_user", InputSchema: []byte(`{}`)},
-	},
-	Refused: []mcp.Refusal{{Name: "bad", Reason: "why"}},
-}
-
-const (
-	oldHash    = "7595abb34d09ba8327fdba70383a7aec1bb9215d805ec96d11662523f32fe85b"
-	oldVersion = "20261129T120000.000000000Z-00000001"
-)
-
-// TestDirReadsTheOldLayout writes a catalog's files as stored before
-// model names, reads them, and confirms them unchanged.
-func TestDirReadsTheOldLayout(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	dir := filepath.Join(root, "c_old")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	at := catalogtest.T0.Format(time.RFC3339Nano)
-	head := fmt.Sprintf(`{"id":"old","version":%q,"latest":%q,"content_hash":%q,"protocol_version":"2025-11-25",`+
-		`"server_name":"fixture","server_version":"1.0.0","discovered_at":%q,"checked_at":%q,`+
-		`"tool_count":2,"refused_count":1,"names":["get_user","search"]}`, oldVersion, oldVersion, oldHash, at, at)
-	version := fmt.Sprintf(`{"tools":[{"name":"search","description":"finds","input_schema":%q},{"name":"get_user","input_schema":"e30="}],`+
-		`"refused":[{"name":"bad","reason":"why"}]}`, base64.StdEncoding.EncodeToString([]byte(`{"type":"object"}`)))
-	for name, body := range map[string]string{"head.json": head, oldVersion + ".json": version} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := catalog.NewDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertOldCatalog(t, s)
-	if res := catalogtest.MustPut(t, s, "old", catalogtest.Discover(oldListing, time.Minute)); !res.Unchanged || res.Version != oldVersion {
-		t.Errorf("same listing over the old layout = %+v, want unchanged %s", res, oldVersion)
-	}
-	assertReplacesOld(t, s, func() {})
-}
-
-func assertOldCatalog(t *testing.T, s catalog.Store) {
-	t.Helper()
-	c := catalogtest.MustGet(t, s, "old")
-	catalogtest.AssertContent(t, c, oldListing)
-	if c.Changes != nil || !c.ChangedAt.IsZero() {
-		t.Errorf("old catalog: changes %+v at %s, want none", c.Changes, c.ChangedAt)
-	}
-	if diff := cmp.Diff(map[string]string{"search": "search", "get_user": "get_user"}, catalogtest.ModelNames(c.Tools)); diff != "" {
-		t.Errorf("model names of an old catalog (-want +got):\n%s", diff)
-	}
-	if c.ContentHash != oldHash || c.Version != oldVersion {
-		t.Errorf("old catalog: version %s hash %s, want %s and %s", c.Version, c.ContentHash, oldVersion, oldHash)
-	}
-	m, err := s.Lookup(context.Background(), "old", "get_user")
-	if err != nil || !m.Found || m.Name != "" {
-		t.Errorf("Lookup(get_user) in an old catalog = %+v, %v; want found", m, err)
-	}
-}
-
-// assertReplacesOld replaces the old catalog with one that adds a tool
-// with every field and a dotted name and changes search: the diff is
-// computed from the old items' fields, which carry no tool hash.
-// afterPut runs right after the replacing Put.
-func assertReplacesOld(t *testing.T, s catalog.Store, afterPut func()) {
-	t.Helper()
-	l := mcp.Listing{Tools: append(slices.Clone(oldListing.Tools), catalogtest.FullTool("new.tool", "n")), Refused: oldListing.Refused}
-	l.Tools[0].Description = "finds more"
-	res := catalogtest.MustPut(t, s, "old", catalogtest.Discover(l, 2*time.Minute))
-	afterPut()
-	if res.Unchanged {
-		t.Fatalf("new listing over the old layout = %+v, want a new version", res)
-	}
-	catalogtest.AssertChanges(t, s, "old", res, catalogtest.ChangesOf([]string{"new.tool"}, nil, []string{"search"}), catalogtest.T0.Add(2*time.Minute))
-	c := catalogtest.MustGet(t, s, "old")
-	catalogtest.AssertContent(t, c, l)
-	if got := catalogtest.ModelNames(c.Tools); got["search"] != "search" || got["new.tool"] != catalogtest.MappedName("new.tool", 12) {
-		t.Errorf("model names after replacing the old layout: %v", got)
 	}
 }

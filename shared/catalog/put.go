@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -192,6 +193,10 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 // version Put read. It records h's version as the one to retire.
 func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *plan, w *writing, expires int64) (bool, error) {
 	t := formatTime(p.started)
+	changes, err := attributevalue.Marshal(pl.changes)
+	if err != nil {
+		return false, fmt.Errorf("catalog: changes: %w", err)
+	}
 	u := expression.Set(name(attrVersion), str(p.key)).
 		Set(name(attrLatest), str(p.key)).
 		Set(name(attrHash), str(p.hash)).
@@ -204,7 +209,7 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *pl
 		Set(name(attrRefusedCount), num(int64(len(p.refused)))).
 		Set(name(attrToolsExpire), num(pl.toolsExpire(expires))).
 		Set(name(attrShards), num(int64(w.shards))).
-		Set(name(attrChanges), bin(encodeChanges(pl.changes))).
+		Set(name(attrChanges), expression.Value(changes)).
 		Set(name(attrManifestChunks), num(int64(w.chunks)))
 	if len(p.entries) <= s.nameIndexMax {
 		u = u.Set(name(attrNameIndex), bin(nameIndex(p.entries))).Set(name(attrNameHints), bin(nameHints(p.entries)))

@@ -36,7 +36,7 @@ func (s *Dynamo) Get(ctx context.Context, id string) (*Catalog, error) {
 			return nil, fmt.Errorf("%w: %q: version %s expired unchecked", ErrNotFound, id, h.version)
 		}
 		if h.changes != nil {
-			if c.Changes, err = decodeChanges(h.changes); err != nil {
+			if c.Changes, err = decodeStoredChanges(h.changes); err != nil {
 				return nil, fmt.Errorf("catalog: %q version %s: %w", id, h.version, err)
 			}
 			c.ChangedAt = h.discoveredAt

@@ -10,13 +10,13 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/runner"
@@ -72,7 +72,7 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	}
 	guard.SetDefault(policy)
 
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+	awsCfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
