@@ -43,7 +43,8 @@ type Startup struct {
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
 // AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
 // limit from the function's memory (see Memory), and starts the tracing
-// Settings.Traces chooses (telemetry.Start). It logs nothing, so that
+// Settings.Traces chooses (telemetry.Start), which then traces the AWS
+// clients' calls (Tracing.InstrumentAWS). It logs nothing, so that
 // a failed init prints only Fail's line. Every error is a *ConfigError; the
 // names and settings are checked first.
 func Init(ctx context.Context, function string, environ []string, out io.Writer) (*Startup, error) {
@@ -80,6 +81,7 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	if err != nil {
 		return nil, configErrorf(telemetry.EnvTraces, "%s: %w", telemetry.EnvTraces, err)
 	}
+	tracing.InstrumentAWS(&awsCfg)
 	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, Tracing: tracing, out: out}, nil
 }
 
