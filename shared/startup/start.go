@@ -77,7 +77,7 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
-	tracing, err := telemetry.Start(ctx, s.Traces, function)
+	tracing, err := telemetry.Start(ctx, s.Traces, function, awsCfg)
 	if err != nil {
 		return nil, configErrorf(telemetry.EnvTraces, "%s: %w", telemetry.EnvTraces, err)
 	}

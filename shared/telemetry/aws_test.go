@@ -47,7 +47,7 @@ func TestInstrumentAWS(t *testing.T) {
 		}
 	}
 
-	off, _ := telemetry.Start(t.Context(), telemetry.Off, "call")
+	off, _ := telemetry.Start(t.Context(), telemetry.Off, "call", aws.Config{})
 	get(client(off), true)
 	get(client(tr), false)
 	if n := len(rec.Ended()); n != 1 {
