@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -166,8 +167,10 @@ func (st *Startup) OpenSchedule() (*schedule.Table, *schedule.Sender) {
 
 // OpenVaults returns the vaults under SecretsPrefix, with OAuth
 // credentials enabled: refreshed tokens are written back to the vault's
-// secret, and every OAuth request goes through the guard's default policy.
+// secret, every OAuth request goes through the guard's default policy, and
+// each refresh is counted where the metrics go.
 func (st *Startup) OpenVaults() *vault.Resolver {
 	sm := secretsmanager.NewFromConfig(st.AWS)
-	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger}))
+	count := func(m string) { runner.EmitCounts(st.out, st.Function, time.Now(), map[string]int{m: 1}) }
+	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger, Count: count}))
 }
