@@ -30,11 +30,17 @@ func EchoSpec(url string) (item.Spec, error) {
 // Samples holds per-item durations by era and client.
 type Samples map[string]map[item.Client][]time.Duration
 
-// Overhead runs n timed work items per era and client against urls (era →
-// endpoint), after warmup untimed ones. Items are interleaved: each round
-// runs every era and client once, the client order alternating by round.
-// Any failed item ends the run with its error.
+// Overhead runs n timed work items per era and client (item.Clients and
+// OursTraced) against urls (era → endpoint), after warmup untimed ones.
+// Items are interleaved: each round runs every era and client once, the
+// client order reversed every other round. Any failed item ends the run
+// with its error.
 func Overhead(ctx context.Context, urls map[string]string, n, warmup int) (Samples, error) {
+	x, err := StartExporter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = x.Stop(context.Background()) }()
 	specs := map[string]item.Spec{}
 	out := Samples{}
 	for _, era := range Eras {
@@ -46,14 +52,18 @@ func Overhead(ctx context.Context, urls map[string]string, n, warmup int) (Sampl
 		out[era] = map[item.Client][]time.Duration{}
 	}
 	for round := range warmup + n {
-		order := item.Clients
+		order := []item.Client{item.Ours, item.SDK, OursTraced}
 		if round%2 == 1 {
-			order = []item.Client{item.SDK, item.Ours}
+			order = []item.Client{OursTraced, item.SDK, item.Ours}
 		}
 		for _, era := range Eras {
 			for _, c := range order {
+				run := item.Run
+				if c == OursTraced {
+					run = func(ctx context.Context, _ item.Client, s item.Spec) error { return x.Run(ctx, s) }
+				}
 				start := time.Now()
-				if err := item.Run(ctx, c, specs[era]); err != nil {
+				if err := run(ctx, c, specs[era]); err != nil {
 					return nil, fmt.Errorf("%s era, round %d: %w", era, round, err)
 				}
 				if round >= warmup {

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/shared/oauth"
+	"github.com/mcpfn/mcpfn/shared/oauth/oauthtest"
+	"github.com/mcpfn/mcpfn/shared/vault"
+	"github.com/mcpfn/mcpfn/shared/vault/vaulttest"
 )
 
 // receiver is an in-test OTLP/HTTP trace receiver on loopback.
@@ -234,5 +241,107 @@ func TestTraceExportDown(t *testing.T) {
 				t.Errorf("no summary line in %v", res.Logs)
 			}
 		})
+	}
+}
+
+// TestTraceOAuthRefresh: a call whose vault credential has expired is one
+// trace: under the work item span, the vault read (Secrets Manager
+// GetSecretValue), one OAuth token endpoint CLIENT span with the
+// endpoint's origin only, the write-back (PutSecretValue) and the MCP
+// request. No exported
+// span holds a token, the client secret, its Basic form, a URL path or
+// the query.
+func TestTraceOAuthRefresh(t *testing.T) {
+	rcv := startReceiver(t)
+	as := oauthtest.NewServer(t, oauthtest.Options{})
+	h, _ := mcptest.NewHandler(mcptest.Options{})
+	mux := http.NewServeMux()
+	mcpServer := httptest.NewServer(mux)
+	t.Cleanup(mcpServer.Close)
+	mux.Handle("/mcp", oauthtest.RequireBearer(as, mcpServer.URL+"/.well-known/oauth-protected-resource/mcp", "", h))
+	mcpURL := mcpServer.URL + "/mcp?k=trace-canary-q"
+	s := newStack(t, stackOptions{allow: []string{as.AllowEntry(), allowOnly(t, mcpURL)}, env: []string{
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+	}})
+	original, rt := "at-original-"+rand.Text(), as.IssueRefreshToken()
+	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+"oauth", vault.Credential{Type: vault.TypeMCPOAuth, ServerURL: mcpURL, Token: original,
+		ExpiresAt: time.Now().Add(-time.Minute).Truncate(time.Second),
+		Refresh: &vault.Refresh{TokenEndpoint: as.TokenURL, ClientID: as.Options.ClientID, RefreshToken: rt,
+			Auth: vault.EndpointAuth{Type: "client_secret_basic", ClientSecret: as.Options.ClientSecret}}})
+
+	res := invoke(t, s.call, mustJSON(t, oauthCall(mcpURL, "toolu_trace_oauth")))
+	checkToolResult(t, res.Payload, "toolu_trace_oauth", false, "hi toolu_trace_oauth")
+	reqs := as.TokenRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d token requests, want 1", len(reqs))
+	}
+
+	spans := rcv.take()
+	byID := map[string]*tracepb.Span{}
+	var item *tracepb.Span
+	for _, sp := range spans {
+		byID[hex.EncodeToString(sp.SpanId)] = sp
+		if sp.Name == "call" {
+			item = sp
+		}
+	}
+	if item == nil {
+		t.Fatalf("no work item span among %d", len(spans))
+	}
+	// under reports whether sp descends from item.
+	under := func(sp *tracepb.Span) bool {
+		for p := byID[hex.EncodeToString(sp.ParentSpanId)]; p != nil; p = byID[hex.EncodeToString(p.ParentSpanId)] {
+			if p == item {
+				return true
+			}
+		}
+		return false
+	}
+	count := map[string]int{}
+	tokenURL, _ := url.Parse(as.TokenURL)
+	for _, sp := range spans {
+		if sp == item {
+			continue
+		}
+		if !under(sp) || !bytes.Equal(sp.TraceId, item.TraceId) {
+			t.Errorf("span %s is not under the work item", sp.Name)
+		}
+		count[sp.Name]++
+		if sp.Name == "OAuth token endpoint" {
+			port := ""
+			for _, kv := range sp.Attributes {
+				if kv.Key == "server.port" {
+					port = strconv.FormatInt(kv.Value.GetIntValue(), 10)
+				}
+			}
+			if sp.Kind != tracepb.Span_SPAN_KIND_CLIENT || spanAttr(sp, "server.address") != tokenURL.Hostname() || port != tokenURL.Port() {
+				t.Errorf("token span: kind %v, server %s:%s; want CLIENT, %s", sp.Kind, spanAttr(sp, "server.address"), port, tokenURL.Host)
+			}
+		}
+	}
+	for _, name := range []string{"OAuth token endpoint", "tools/call echo"} {
+		if count[name] != 1 {
+			t.Errorf("%d %q spans under the work item, want 1", count[name], name)
+		}
+	}
+	// The vault is read again to take the refresh lease and to write back.
+	for _, name := range []string{"Secrets Manager.GetSecretValue", "Secrets Manager.PutSecretValue"} {
+		if count[name] == 0 {
+			t.Errorf("no %q span under the work item", name)
+		}
+	}
+
+	canaries := []string{rt, original, as.Options.ClientSecret, oauth.BasicCredentials(as.Options.ClientID, as.Options.ClientSecret),
+		"trace-canary", "/mcp", "/token", "well-known", s.secretsPrefix}
+	for _, r := range reqs {
+		canaries = append(canaries, r.RefreshToken)
+	}
+	for _, sp := range spans {
+		b, _ := json.Marshal(sp)
+		for _, c := range canaries {
+			if c != "" && bytes.Contains(b, []byte(c)) {
+				t.Errorf("exported span %s holds %q", sp.Name, c)
+			}
+		}
 	}
 }

@@ -213,6 +213,7 @@ func invokeAndPrint(ctx context.Context, st *stack, p *printer, inv invocation) 
 		return res, err
 	}
 	p.result(inv, res)
+	writeWaterfall(p.w, st.traces.take())
 	p.taskReports(st.tasks.Reports()[before:])
 	p.deadLetters(st.dlqDepth(ctx, inv.function) - dlqBefore)
 	if st.oauth != nil && inv.namesVault(oauthVault) {

@@ -43,6 +43,16 @@ func TestRunShowsCatalogAndToolResult(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
+	// Each invocation's trace, as a waterfall (waterfall.go).
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^    discover +[0-9.]+ ms \|[ █]+\|$`),
+		regexp.MustCompile(`(?m)^    call +[0-9.]+ ms \|[ █]+\|$`),
+		regexp.MustCompile(`(?m)^      tools/call calculate +[0-9.]+ ms \|[ █]+\|$`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("output lacks a waterfall line matching %s:\n%s", want, got)
+		}
+	}
 	if !strings.Contains(logs.String(), `call | {"time"`) {
 		t.Errorf("-v did not stream the call function's logs:\n%s", &logs)
 	}

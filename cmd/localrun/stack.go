@@ -55,6 +55,7 @@ type stack struct {
 	queueURL  string            // the discover queue (moto only)
 	sealKey   string            // the KMS key sealing server URLs (moto only)
 	oauth     *oauthPart        // nil without moto
+	traces    *traceReceiver    // the functions' spans (waterfall.go)
 	closers   []func() error
 }
 
@@ -141,6 +142,11 @@ func startStack(ctx context.Context, cfg stackConfig) (s *stack, err error) {
 		}
 		allow = append(allow, e)
 	}
+	if s.traces, err = startTraceReceiver(); err != nil {
+		return nil, err
+	}
+	s.onClose(s.traces.close)
+	env = append(env, s.traces.env()...)
 	env = append(env,
 		"MCPFN_EGRESS_ALLOW="+strings.Join(allow, ","),
 		"MCPFN_LOG_LEVEL=INFO",

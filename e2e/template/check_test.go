@@ -34,7 +34,8 @@ var (
 	logDeliveryActions = []string{"logs:CreateLogDelivery", "logs:DeleteLogDelivery", "logs:DescribeLogGroups",
 		"logs:DescribeResourcePolicies", "logs:GetLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:UpdateLogDelivery"}
 	xrayActions     = []string{"xray:GetSamplingRules", "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
-	unscopedActions = [][]string{taskTokenActions, logDeliveryActions, xrayActions}
+	xrayOTLPActions = []string{"xray:PutSpans", "xray:PutSpansForIndexing"}
+	unscopedActions = [][]string{taskTokenActions, logDeliveryActions, xrayActions, xrayOTLPActions}
 )
 
 // check returns every violated rule of the template, each a line naming the

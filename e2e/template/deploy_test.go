@@ -198,6 +198,7 @@ var iamActions = []string{
 	"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
 	"states:SendTaskFailure", "states:SendTaskSuccess",
 	"sts:AssumeRole",
+	"xray:PutSpans", "xray:PutSpansForIndexing",
 	"xray:GetSamplingRules", "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
 }
 

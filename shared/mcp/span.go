@@ -5,16 +5,19 @@ package mcp
 // (https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/), and carries
 // the W3C trace context to the server in the HTTP headers and in the
 // request's params._meta. A request whose context holds no recording span
-// (tracing off) costs nothing here.
+// (tracing off) and no operation observer (WithOperations) costs nothing
+// here.
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	segjson "github.com/segmentio/encoding/json"
 	"go.opentelemetry.io/otel/attribute"
@@ -34,12 +37,35 @@ const ErrorTypeToolError = "tool_error"
 // traceContext is the W3C propagator: traceparent and tracestate.
 var traceContext = propagation.TraceContext{}
 
-// mcpSpan is one request's span; its methods are safe for concurrent use
-// and do nothing on a nil *mcpSpan.
+// Operation is one MCP request as the client saw it: the
+// mcp.client.operation.duration metric's measurement.
+type Operation struct {
+	Method    string        // mcp.method.name
+	Origin    string        // the server's scheme://host:port, never a path or query
+	Duration  time.Duration // from sending the request to its answer or failure
+	ErrorType string        // "" when it succeeded, else the span's error.type
+}
+
+type observerKey struct{}
+
+// WithOperations returns ctx whose MCP requests are each reported to
+// observe once, when they end (answered, failed or abandoned). observe
+// must be safe for concurrent use; it is called on the transport's path.
+func WithOperations(ctx context.Context, observe func(Operation)) context.Context {
+	return context.WithValue(ctx, observerKey{}, observe)
+}
+
+// mcpSpan is one request's span and operation; its methods are safe for
+// concurrent use and do nothing on a nil *mcpSpan.
 type mcpSpan struct {
-	span trace.Span
-	key  string // the call's id key, "" for a notification
+	span trace.Span // nil when the request is only observed
+	key  string     // the call's id key, "" for a notification
 	once sync.Once
+
+	observe func(Operation) // nil when not observed
+	op      Operation
+	start   time.Time
+	mu      sync.Mutex // guards op.ErrorType
 }
 
 // spanFields is what a span reads from a request body.
@@ -58,8 +84,14 @@ type paramFields struct {
 // nil and body unchanged when that span does not record.
 func startSpan(req *http.Request, msg request, body []byte) (*mcpSpan, []byte) {
 	parent := trace.SpanFromContext(req.Context())
-	if !parent.IsRecording() || !msg.post || msg.method == "" {
+	observe, _ := req.Context().Value(observerKey{}).(func(Operation))
+	if !parent.IsRecording() && observe == nil || !msg.post || msg.method == "" {
 		return nil, body
+	}
+	s := &mcpSpan{key: msg.key, observe: observe, start: time.Now(),
+		op: Operation{Method: msg.method, Origin: req.URL.Scheme + "://" + req.URL.Host}}
+	if !parent.IsRecording() {
+		return s, body
 	}
 	var top spanFields
 	var params paramFields
@@ -93,7 +125,8 @@ func startSpan(req *http.Request, msg request, body []byte) (*mcpSpan, []byte) {
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	carrier := propagation.MapCarrier{}
 	traceContext.Inject(ctx, carrier)
-	return &mcpSpan{span: span, key: msg.key}, withMeta(body, top.Params, params.Meta, carrier)
+	s.span = span
+	return s, withMeta(body, top.Params, params.Meta, carrier)
 }
 
 // port is req's server port, the scheme's default when the URL names none.
@@ -109,7 +142,7 @@ func port(req *http.Request) int {
 
 // inject sets the trace context headers on out, whose Header it clones.
 func (s *mcpSpan) inject(out *http.Request, req *http.Request, body []byte) {
-	if s == nil {
+	if s == nil || s.span == nil {
 		return
 	}
 	closeBody(req)
@@ -197,15 +230,13 @@ func (s *mcpSpan) answered(payload []byte) {
 		}
 		decode(m.error, &e)
 		code := strconv.Itoa(e.Code)
-		s.span.SetAttributes(semconv.RPCResponseStatusCode(code), semconv.ErrorTypeKey.String(code))
-		s.span.SetStatus(codes.Error, "JSON-RPC error "+code)
+		s.setError(code, "JSON-RPC error "+code, semconv.RPCResponseStatusCode(code))
 	case m.result != nil:
 		var r struct {
 			IsError bool `json:"isError"`
 		}
 		if decode(m.result, &r) && r.IsError {
-			s.span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
-			s.span.SetStatus(codes.Error, ErrorTypeToolError)
+			s.setError(ErrorTypeToolError, ErrorTypeToolError)
 		}
 	}
 	s.end()
@@ -217,11 +248,12 @@ func (s *mcpSpan) responded(resp *http.Response) {
 	if s == nil {
 		return
 	}
-	s.span.SetAttributes(semconv.NetworkProtocolVersion(strconv.Itoa(resp.ProtoMajor) + "." + strconv.Itoa(resp.ProtoMinor)))
+	if s.span != nil {
+		s.span.SetAttributes(semconv.NetworkProtocolVersion(strconv.Itoa(resp.ProtoMajor) + "." + strconv.Itoa(resp.ProtoMinor)))
+	}
 	if resp.StatusCode/100 != 2 {
 		code := strconv.Itoa(resp.StatusCode)
-		s.span.SetAttributes(semconv.ErrorTypeKey.String(code))
-		s.span.SetStatus(codes.Error, "HTTP "+code)
+		s.setError(code, "HTTP "+code)
 	}
 }
 
@@ -235,15 +267,37 @@ func (s *mcpSpan) failed(err error) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		t = "timeout"
 	}
-	s.span.SetAttributes(semconv.ErrorTypeKey.String(t))
-	s.span.SetStatus(codes.Error, t)
+	s.setError(t, t)
 	s.end()
 }
 
-// end ends s once.
+// setError records error.type t (and attrs) on s, its span's status
+// described by desc.
+func (s *mcpSpan) setError(t, desc string, attrs ...attribute.KeyValue) {
+	s.mu.Lock()
+	s.op.ErrorType = t
+	s.mu.Unlock()
+	if s.span != nil {
+		s.span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(t))...)
+		s.span.SetStatus(codes.Error, desc)
+	}
+}
+
+// end ends s once: its span, and its operation reported to the observer.
 func (s *mcpSpan) end() {
 	if s == nil {
 		return
 	}
-	s.once.Do(func() { s.span.End() })
+	s.once.Do(func() {
+		if s.span != nil {
+			s.span.End()
+		}
+		if s.observe != nil {
+			s.mu.Lock()
+			op := s.op
+			s.mu.Unlock()
+			op.Duration = time.Since(s.start)
+			s.observe(op)
+		}
+	})
 }

@@ -45,7 +45,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (Metadata, erro
 		return Metadata{}, err
 	}
 	hc, rec := c.recording()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(initialize))
+	req, err := http.NewRequestWithContext(forEndpoint(ctx, mcpServer), http.MethodPost, serverURL, strings.NewReader(initialize))
 	if err != nil {
 		return Metadata{}, &Error{Kind: KindProtocol, Endpoint: mcpServer, Origin: text.Origin(serverURL), Detail: "not a usable URL"}
 	}
@@ -156,7 +156,7 @@ func (c *Client) getDoc(ctx context.Context, hc *http.Client, rec *guard.Recorde
 	if err := c.checkURL(endpoint, raw); err != nil {
 		return false, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	req, err := http.NewRequestWithContext(forEndpoint(ctx, endpoint), http.MethodGet, raw, nil)
 	if err != nil {
 		return false, &Error{Kind: KindProtocol, Endpoint: endpoint, Origin: text.Origin(raw), Detail: "not a usable URL"}
 	}

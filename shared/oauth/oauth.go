@@ -92,8 +92,13 @@ func (c *Client) now() time.Time {
 }
 
 // recording returns a client like c's whose transport records a guard
-// refusal, which x/oauth2 may flatten into text.
-func (c *Client) recording() (*http.Client, *guard.Recorder) { return guard.Record(c.client()) }
+// refusal, which x/oauth2 may flatten into text, and traces each request
+// (span.go).
+func (c *Client) recording() (*http.Client, *guard.Recorder) {
+	hc, rec := guard.Record(c.client())
+	hc.Transport = traced{next: hc.Transport}
+	return hc, rec
+}
 
 // checkURL judges raw, a URL of endpoint, before any request: a malformed
 // URL is KindProtocol (it came from a document or the vault), one the
@@ -245,7 +250,7 @@ func (c *Client) token(ctx context.Context, ep Endpoint, params url.Values) (Tok
 	tee := &answerTee{base: base}
 	teed := *hc
 	teed.Transport = tee
-	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, &teed))
+	tok, err := cfg.Token(context.WithValue(forEndpoint(ctx, "token endpoint"), oauth2.HTTPClient, &teed))
 	var out Token
 	if err == nil {
 		out = Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, ExpiresIn: Lifetime(tok.Extra("expires_in"))}

@@ -33,7 +33,7 @@ func (r *Runner) begin(ctx context.Context) invocation {
 		inv.requestID = lc.AwsRequestID
 	}
 	if inv.coldStart {
-		EmitCounts(r.cfg.Metrics, r.cfg.Function, r.cfg.Now(), map[string]int{"ColdStart": 1})
+		EmitCounts(r.cfg.Metrics, r.cfg.Function, r.cfg.Now(), map[string]int{MetricColdStart: 1})
 	}
 	return inv
 }

@@ -95,6 +95,18 @@ func (r *Runner) summarize(it *Item, start time.Time, o Outcome, err error) {
 // Namespace is the CloudWatch namespace of the metrics.
 const Namespace = "mcpfn"
 
+// Metric names of the runner's lines: per work item WorkItems, NotStarted,
+// Duration and ResponseBytes by Function, Failures by Function and
+// ErrorType; ColdStart by Function at an instance's first invocation.
+const (
+	MetricWorkItems     = "WorkItems"
+	MetricNotStarted    = "NotStarted"
+	MetricDuration      = "Duration"
+	MetricResponseBytes = "ResponseBytes"
+	MetricFailures      = "Failures"
+	MetricColdStart     = "ColdStart"
+)
+
 // metrics writes one CloudWatch Embedded Metric Format line per work item:
 // WorkItems, Duration and ResponseBytes by Function; NotStarted by Function;
 // Failures by Function and wire.ErrorType.
@@ -122,12 +134,12 @@ type emfMeta struct {
 
 func (m *metrics) emit(now time.Time, o Outcome, t wire.ErrorType, d time.Duration, bytes int64) {
 	doc := map[string]any{
-		"Function":      m.function,
-		"Outcome":       o.String(),
-		"WorkItems":     1,
-		"NotStarted":    0,
-		"Duration":      float64(d.Microseconds()) / 1000,
-		"ResponseBytes": bytes,
+		"Function":          m.function,
+		"Outcome":           o.String(),
+		MetricWorkItems:     1,
+		MetricNotStarted:    0,
+		MetricDuration:      float64(d.Microseconds()) / 1000,
+		MetricResponseBytes: bytes,
 	}
 	meta := emfMeta{
 		Timestamp: now.UnixMilli(),
@@ -135,21 +147,21 @@ func (m *metrics) emit(now time.Time, o Outcome, t wire.ErrorType, d time.Durati
 			Namespace:  Namespace,
 			Dimensions: [][]string{{"Function"}},
 			Metrics: []emfMetric{
-				{"WorkItems", "Count"}, {"NotStarted", "Count"},
-				{"Duration", "Milliseconds"}, {"ResponseBytes", "Bytes"},
+				{MetricWorkItems, "Count"}, {MetricNotStarted, "Count"},
+				{MetricDuration, "Milliseconds"}, {MetricResponseBytes, "Bytes"},
 			},
 		}},
 	}
 	if o == NotStarted {
-		doc["NotStarted"] = 1
+		doc[MetricNotStarted] = 1
 	}
 	if t != "" {
 		doc["ErrorType"] = string(t)
-		doc["Failures"] = 1
+		doc[MetricFailures] = 1
 		meta.CloudWatchMetrics = append(meta.CloudWatchMetrics, emfDirective{
 			Namespace:  Namespace,
 			Dimensions: [][]string{{"Function", "ErrorType"}},
-			Metrics:    []emfMetric{{"Failures", "Count"}},
+			Metrics:    []emfMetric{{MetricFailures, "Count"}},
 		})
 	}
 	doc["_aws"] = meta

@@ -372,6 +372,6 @@ func (r *Runner) run(ctx context.Context, it *Item) (v any, started bool, err er
 			v, started, err = nil, true, wire.Errorf(wire.Internal, fmt.Errorf("panic: %v", p), "internal error")
 		}
 	}()
-	v, err = r.proc.Process(it.spanContext(pctx), it)
+	v, err = r.proc.Process(r.observed(it.spanContext(pctx)), it)
 	return v, true, err
 }

@@ -71,7 +71,7 @@ func TestLoadSettings(t *testing.T) {
 		{name: "memory below Lambda's least", env: map[string]string{EnvMemorySize: "64"}, wantErr: []string{EnvMemorySize}},
 		{name: "memory not a number", env: map[string]string{EnvMemorySize: "512MB"}, wantErr: []string{EnvMemorySize}},
 		{name: "traces off", env: map[string]string{telemetry.EnvTraces: "off"}, want: func(*Settings) {}},
-		{name: "traces xray, not built yet", env: map[string]string{telemetry.EnvTraces: "xray"}, wantErr: []string{telemetry.EnvTraces}},
+		{name: "traces xray", env: map[string]string{telemetry.EnvTraces: "xray"}, want: func(s *Settings) { s.Traces = telemetry.XRay }},
 		{name: "traces misspelt", env: map[string]string{telemetry.EnvTraces: "otpl"}, wantErr: []string{telemetry.EnvTraces}},
 		{name: "unknown log level", env: map[string]string{EnvLogLevel: "verbose"}, wantErr: []string{EnvLogLevel}},
 		{name: "task poll floor of 0", env: map[string]string{EnvTaskPollMin: "0"}, wantErr: []string{EnvTaskPollMin}},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,7 +44,8 @@ type Startup struct {
 // the allow-list guard.EnvAllowList as guard's default policy and loads the
 // AWS configuration. Unless GOMEMLIMIT is set, it sets the Go soft memory
 // limit from the function's memory (see Memory), and starts the tracing
-// Settings.Traces chooses (telemetry.Start). It logs nothing, so that
+// Settings.Traces chooses (telemetry.Start), which then traces the AWS
+// clients' calls (Tracing.InstrumentAWS). It logs nothing, so that
 // a failed init prints only Fail's line. Every error is a *ConfigError; the
 // names and settings are checked first.
 func Init(ctx context.Context, function string, environ []string, out io.Writer) (*Startup, error) {
@@ -76,10 +78,11 @@ func Init(ctx context.Context, function string, environ []string, out io.Writer)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("AWS configuration: %w", err)}
 	}
-	tracing, err := telemetry.Start(ctx, s.Traces, function)
+	tracing, err := telemetry.Start(ctx, s.Traces, function, awsCfg)
 	if err != nil {
 		return nil, configErrorf(telemetry.EnvTraces, "%s: %w", telemetry.EnvTraces, err)
 	}
+	tracing.InstrumentAWS(&awsCfg)
 	return &Startup{Function: function, Settings: s, Logger: logger, AWS: awsCfg, Tracing: tracing, out: out}, nil
 }
 
@@ -164,8 +167,10 @@ func (st *Startup) OpenSchedule() (*schedule.Table, *schedule.Sender) {
 
 // OpenVaults returns the vaults under SecretsPrefix, with OAuth
 // credentials enabled: refreshed tokens are written back to the vault's
-// secret, and every OAuth request goes through the guard's default policy.
+// secret, every OAuth request goes through the guard's default policy, and
+// each refresh is counted where the metrics go.
 func (st *Startup) OpenVaults() *vault.Resolver {
 	sm := secretsmanager.NewFromConfig(st.AWS)
-	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger}))
+	count := func(m string) { runner.EmitCounts(st.out, st.Function, time.Now(), map[string]int{m: 1}) }
+	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger, Count: count}))
 }

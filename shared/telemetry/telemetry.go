@@ -1,6 +1,7 @@
 // Package telemetry sets up the functions' OpenTelemetry traces: off (the
 // default, a no-op tracer provider and no exporter) or exported over
-// OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables.
+// OTLP/HTTP, configured by the standard OTEL_EXPORTER_OTLP_* variables, to
+// a collector (otlp) or to the regional X-Ray endpoint, SigV4-signed (xray).
 // Design notes: DESIGN.md; operations: docs/operations.md, "Traces".
 package telemetry
 
@@ -11,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,8 +27,7 @@ const EnvTraces = "MCPFN_TRACES"
 // Mode is where spans go.
 type Mode string
 
-// Modes. XRay (OTLP to the regional X-Ray endpoint, SigV4-signed) is not
-// built yet: ParseMode refuses it.
+// Modes: XRay is OTLP to the regional X-Ray endpoint, SigV4-signed.
 const (
 	Off  Mode = "off"
 	OTLP Mode = "otlp"
@@ -34,18 +35,16 @@ const (
 )
 
 // ErrMode is wrapped by every ParseMode error.
-var ErrMode = errors.New("want off, otlp or nothing")
+var ErrMode = errors.New("want off, otlp, xray or nothing")
 
-// ParseMode reads EnvTraces' value: "" and "off" are Off, "otlp" is OTLP.
-// "xray" and anything else wrap ErrMode.
+// ParseMode reads EnvTraces' value: "" and "off" are Off, "otlp" is OTLP,
+// "xray" is XRay. Anything else is ErrMode.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
 	case "", Off:
 		return Off, nil
-	case OTLP:
-		return OTLP, nil
-	case XRay:
-		return "", fmt.Errorf("%w (xray is not built yet: use otlp with a collector such as the ADOT layer)", ErrMode)
+	case OTLP, XRay:
+		return Mode(s), nil
 	}
 	return "", ErrMode
 }
@@ -64,12 +63,23 @@ type Tracing struct {
 
 // Start returns the Tracing of mode for the named service. OTLP exports
 // in batches over OTLP/HTTP; the exporter reads OTEL_EXPORTER_OTLP_* (the
-// endpoint, headers, timeout). It dials nothing until the first export.
-func Start(ctx context.Context, mode Mode, service string) (*Tracing, error) {
-	if mode != OTLP {
+// endpoint, headers, timeout). XRay does the same to XRayEndpoint of
+// awsCfg's region (unless those variables name an endpoint), each request
+// SigV4-signed with awsCfg's credentials; without a region it fails with
+// ErrNoRegion. Start dials nothing until the first export.
+func Start(ctx context.Context, mode Mode, service string, awsCfg aws.Config) (*Tracing, error) {
+	var opts []otlptracehttp.Option
+	switch mode {
+	case OTLP:
+	case XRay:
+		var err error
+		if opts, err = xrayOptions(awsCfg); err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+	default:
 		return &Tracing{Provider: noop.NewTracerProvider()}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcpfn/mcpfn/shared/telemetry"
@@ -18,7 +19,7 @@ func TestParseMode(t *testing.T) {
 		{in: "", want: telemetry.Off},
 		{in: "off", want: telemetry.Off},
 		{in: "otlp", want: telemetry.OTLP},
-		{in: "xray", err: true}, // not built yet: refused at start-up
+		{in: "xray", want: telemetry.XRay},
 		{in: "OTLP", err: true},
 		{in: "on", err: true},
 	}
@@ -36,7 +37,7 @@ func TestParseMode(t *testing.T) {
 // TestOffCostsNothing: off is a no-op provider whose spans record nothing,
 // and Flush returns at once.
 func TestOffCostsNothing(t *testing.T) {
-	tr, err := telemetry.Start(t.Context(), telemetry.Off, "call")
+	tr, err := telemetry.Start(t.Context(), telemetry.Off, "call", aws.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

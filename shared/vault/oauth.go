@@ -60,13 +60,23 @@ var _ SecretsWriter = (*secretsmanager.Client)(nil)
 //   - Now is the clock; nil: time.Now.
 //   - Logger gets one line per refresh, wait or fetch, never a secret;
 //     nil: none.
+//   - Count is told MetricOAuthRefreshes or MetricOAuthRefreshFailures once
+//     per refresh this process made (not one it waited for); nil: none.
 type OAuth struct {
 	Secrets    SecretsWriter
 	HTTPClient *http.Client
 	Policy     *guard.Policy
 	Now        func() time.Time
 	Logger     *slog.Logger
+	Count      func(metric string)
 }
+
+// Metric names (EMF, by Function): the refresh-token grants a process
+// spent, and those that gave no usable stored token.
+const (
+	MetricOAuthRefreshes       = "OAuthRefreshes"
+	MetricOAuthRefreshFailures = "OAuthRefreshFailures"
+)
 
 // WithOAuth enables mcp_oauth and oauth_client_credentials credentials.
 func WithOAuth(o OAuth) Option {
@@ -74,7 +84,10 @@ func WithOAuth(o OAuth) Option {
 		panic("vault: WithOAuth needs a SecretsWriter")
 	}
 	st := &oauthState{w: o.Secrets, client: &oauth.Client{HTTP: o.HTTPClient, Policy: o.Policy, Now: o.Now},
-		now: o.Now, log: o.Logger, cache: map[string]ccEntry{}}
+		now: o.Now, log: o.Logger, count: o.Count, cache: map[string]ccEntry{}}
+	if st.count == nil {
+		st.count = func(string) {}
+	}
 	if st.now == nil {
 		st.now = time.Now
 	}
@@ -89,6 +102,7 @@ type oauthState struct {
 	client *oauth.Client
 	now    func() time.Time
 	log    *slog.Logger
+	count  func(metric string)
 
 	mu    sync.Mutex
 	cache map[string]ccEntry
@@ -204,7 +218,9 @@ func (r *Resolver) oauthToken(ctx context.Context, id, serverURL, refused string
 		case err != nil:
 			return Match{}, err
 		}
-		return r.spend(ctx, id, serverURL, server, c, holder, next, seen)
+		m, err := r.spend(ctx, id, serverURL, server, c, holder, next, seen)
+		r.oauth.count(map[bool]string{true: MetricOAuthRefreshes, false: MetricOAuthRefreshFailures}[err == nil])
+		return m, err
 	}
 }
 
