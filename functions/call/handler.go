@@ -91,7 +91,8 @@ type Handler struct {
 
 // Process implements runner.Processor: it validates the request, checks the
 // tool against the catalog when catalog_id is set, takes the idempotency
-// lease, calls the tool and renders the tool_result.
+// lease, calls the tool and renders the tool_result. A pending call from an
+// SQS record without a task token keeps going by itself (keepGoing).
 func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	var req Request
 	if err := runner.Decode(it.Body, &req); err != nil {
