@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -131,11 +130,7 @@ func LongCall(ctx context.Context, cfg LongCallConfig) (LongCallCost, error) {
 	if ex.Status != "SUCCEEDED" {
 		cost.Output = ex.Error + ": " + ex.Cause
 	}
-	for _, ev := range ex.Events {
-		if ev.Type == "StateEntered" {
-			cost.Transitions++
-		}
-	}
+	cost.Transitions = len(ex.Entered())
 	cost.Waited = clock.Now().Sub(now)
 	for _, m := range counters.Methods() {
 		switch m {
@@ -149,54 +144,26 @@ func LongCall(ctx context.Context, cfg LongCallConfig) (LongCallCost, error) {
 	return cost, err
 }
 
-// machineRun is what run.mjs prints.
-type machineRun struct {
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output"`
-	Error  string          `json:"error"`
-	Cause  string          `json:"cause"`
-	Events []struct {
-		Type  string `json:"type"`
-		State string `json:"state"`
-	} `json:"events"`
-}
-
 // runMachine runs cfg.Definition once with input, every call Task state
 // invoking url, every Wait 0 ms.
-func runMachine(ctx context.Context, cfg LongCallConfig, url string, input any) (machineRun, error) {
-	var ex machineRun
-	const execID = "arn:aws:states:us-east-1:123456789012:execution:mcpfn-call:bench-longcall"
-	conf, err := json.Marshal(map[string]any{
-		"definition": cfg.Definition,
-		"substitutions": map[string]string{
+func runMachine(ctx context.Context, cfg LongCallConfig, url string, input any) (localstack.Execution, error) {
+	zero := 0
+	return localstack.RunMachine(ctx, localstack.MachineRun{
+		Node: cfg.Node, Script: cfg.RunScript, Definition: cfg.Definition,
+		Substitutions: map[string]string{
 			"CallFunctionArn":       "arn:aws:lambda:us-east-1:123456789012:function:mcpfn-call",
 			"InputRequestsQueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/mcpfn-InputRequestsQueue",
 			"MaxCallWaitSeconds":    "86400",
 			"InputTimeoutSeconds":   "86400",
 		},
-		"input":  input,
-		"tasks":  map[string]string{"CallTool": url, "AnswerTool": url, "Cancel": url},
-		"waitMs": 0,
-		"context": map[string]any{
-			"Execution":    map[string]any{"Id": execID, "Name": "bench-longcall"},
+		Input:  input,
+		Tasks:  map[string]string{"CallTool": url, "AnswerTool": url, "Cancel": url},
+		WaitMs: &zero,
+		Context: map[string]any{
+			"Execution":    map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:execution:mcpfn-call:bench-longcall", "Name": "bench-longcall"},
 			"StateMachine": map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:stateMachine:mcpfn-call", "Name": "mcpfn-call"},
 		},
 	})
-	if err != nil {
-		return ex, err
-	}
-	cmd := exec.CommandContext(ctx, cfg.Node, cfg.RunScript)
-	cmd.Stdin = bytes.NewReader(conf)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return ex, fmt.Errorf("bench: %s %s: %w\n%s", cfg.Node, cfg.RunScript, err, stderr.Bytes())
-	}
-	if err := json.Unmarshal(out, &ex); err != nil {
-		return ex, fmt.Errorf("bench: run.mjs printed %.200q: %w", out, err)
-	}
-	return ex, nil
 }
 
 // reportLine finds a REPORT line's durations: Init, Billed or none.
