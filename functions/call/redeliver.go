@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -20,12 +21,22 @@ type Redeliverer interface {
 
 var _ Redeliverer = (*runner.QueueSender)(nil)
 
-// pendingReply is a pending answer as it is returned: its JSON. It marks
-// the answer for keepGoing; it marshals as the bytes it holds.
-type pendingReply json.RawMessage
+// MaxSQSWait bounds how long a pending call from SQS without a task token
+// keeps going by itself, from when it first went pending (the call state
+// machine's MaxCallWaitSeconds default); past it, the record is
+// dead-lettered instead of sent back.
+const MaxSQSWait = 24 * time.Hour
+
+// pendingReply is a pending answer as it is returned: its JSON, and when
+// the call first went pending (zero: unknown). It marks the answer for
+// keepGoing; it marshals as the bytes it holds.
+type pendingReply struct {
+	body  json.RawMessage
+	since time.Time
+}
 
 // MarshalJSON returns the answer's JSON.
-func (p pendingReply) MarshalJSON() ([]byte, error) { return json.RawMessage(p).MarshalJSON() }
+func (p pendingReply) MarshalJSON() ([]byte, error) { return p.body.MarshalJSON() }
 
 // loops reports whether a pending call of it keeps going by itself: an
 // SQS record without a task token, from a standard queue (FIFO queues
@@ -40,7 +51,8 @@ func (h *Handler) loops(it *runner.Item) bool {
 // back to its queue, delayed by poll_after_seconds, and the record is
 // done; input_required, which nobody on the queue can answer, is a final
 // mcp_protocol_error dead-lettered with the input requests in the message
-// attribute mcpfn.input_requests. The request sent on carries the call's
+// attribute mcpfn.input_requests; so is a call still working MaxSQSWait
+// after it first went pending. The request sent on carries the call's
 // idempotency key (the first message's id when it had none), and neither
 // input_responses nor cancel. Any other outcome passes through.
 func (h *Handler) keepGoing(ctx context.Context, it *runner.Item, key, kind string, v any, err error) (any, error) {
@@ -49,7 +61,7 @@ func (h *Handler) keepGoing(ctx context.Context, it *runner.Item, key, kind stri
 		return v, err
 	}
 	var a PendingAnswer
-	if uerr := json.Unmarshal(reply, &a); uerr != nil {
+	if uerr := json.Unmarshal(reply.body, &a); uerr != nil {
 		return nil, wire.Errorf(wire.Internal, uerr, "internal error: the pending answer does not decode")
 	}
 	body, berr := continuation(it.Body, key, kind)
@@ -61,6 +73,14 @@ func (h *Handler) keepGoing(ctx context.Context, it *runner.Item, key, kind stri
 			Err: &wire.Error{Type: wire.ProtocolError, Final: true, Message: "the MCP server asks for input (input_required), which an SQS message without a task token cannot answer; " +
 				"the call stays pending under its idempotency key: send this request with input_responses to continue it"},
 			Attributes: map[string]string{"input_requests": string(a.InputRequests)},
+			Body:       string(body),
+		}
+	}
+	if !reply.since.IsZero() && h.now().Sub(reply.since) >= MaxSQSWait {
+		return nil, &runner.DeadLetterError{
+			Err: &wire.Error{Type: wire.ProtocolError, Final: true, Message: fmt.Sprintf("the MCP server's task is still working %s after the call went pending; "+
+				"the call stays pending under its idempotency key: send this request to poll it again, or with \"cancel\": true to end it", MaxSQSWait)},
+			Attributes: map[string]string{"pending_since": reply.since.UTC().Format(time.RFC3339)},
 			Body:       string(body),
 		}
 	}

@@ -142,3 +142,40 @@ func TestSQSInputRequiredIsDeadLettered(t *testing.T) {
 		t.Errorf("continuation = %s %s (tools/call %d), want round 2 asking q2 and 2 tools/call", out, typ, methodCount(srv, "tools/call"))
 	}
 }
+
+// TestSQSPendingCallStopsAfterMaxSQSWait: a task still working MaxSQSWait
+// after the call first went pending is not sent back again but
+// dead-lettered, pending_since in its attributes and the keyed request as
+// its body; the call stays pending, and the server saw one tools/call.
+func TestSQSPendingCallStopsAfterMaxSQSWait(t *testing.T) {
+	s := newStack(t, nil)
+	start := time.Now()
+	now := start
+	s.handler.Redeliver, s.handler.TaskPollMin, s.handler.Now = &runner.QueueSender{API: s.SQS}, time.Second, func() time.Time { return now }
+	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{}})
+	q := newSelfQueue(t, s)
+	body := callBody(map[string]any{"server_url": srv.URL, "tool_name": mcptest.ToolTaskForever})
+
+	if failed := q.deliver(t, s, "forever-message", body); len(failed) != 0 {
+		t.Fatalf("batch item failures %v", failed)
+	}
+	m, ok := q.receive(t, s)
+	if !ok {
+		t.Fatal("the working call was not sent back")
+	}
+	now = start.Add(MaxSQSWait)
+	if failed := q.deliver(t, s, aws.ToString(m.MessageId), aws.ToString(m.Body)); len(failed) != 0 {
+		t.Fatalf("batch item failures %v", failed)
+	}
+	dead := runnertest.Drain(t, s.SQS, s.DLQ, 1)
+	if len(dead) != 1 || dead[0].Attributes["mcpfn.pending_since"] != start.UTC().Format(time.RFC3339) ||
+		!strings.Contains(dead[0].Body, `"idempotency_key":"forever-message"`) || dead[0].Attributes["mcpfn.error_type"] != "mcp_protocol_error" {
+		t.Errorf("dead letters %+v, want one with pending_since %s and the keyed request", dead, start.UTC().Format(time.RFC3339))
+	}
+	if n := runnertest.Pending(t, s.SQS, q.url); n != 0 {
+		t.Errorf("%d messages sent back after MaxSQSWait, want none", n)
+	}
+	if got, polls := methodCount(srv, "tools/call"), methodCount(srv, "tasks/get"); got != 1 || polls != 1 {
+		t.Errorf("tools/call %d, tasks/get %d; want 1 and 1", got, polls)
+	}
+}
