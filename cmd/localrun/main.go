@@ -30,6 +30,8 @@
 // deployed stack reaches by waiting the refresh interval) and after it
 // prints the discover requests the sweep enqueued. Every server_url that names a placeholder host (example.com and
 // the other reserved example domains) is replaced by the example server's URL.
+// After the default events it runs two long calls through the call state
+// machine when Node is installed (longcall.go).
 package main
 
 import (
@@ -196,7 +198,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 			p.queued(queued)
 		}
 	}
-	return nil
+	return showLongCall(ctx, o, cfg, st, ".", stdout)
 }
 
 // invokeAndPrint invokes inv, prints its result, and returns it.

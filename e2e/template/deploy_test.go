@@ -195,7 +195,7 @@ var iamActions = []string{
 	"logs:GetLogDelivery", "logs:ListLogDeliveries", "logs:PutLogEvents", "logs:PutResourcePolicy", "logs:UpdateLogDelivery",
 	"s3:PutObject",
 	"secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage",
-	"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
+	"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage",
 	"states:SendTaskFailure", "states:SendTaskSuccess",
 	"sts:AssumeRole",
 	"xray:PutSpans", "xray:PutSpansForIndexing",

@@ -109,6 +109,7 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"CallRole", "VaultWriteBack", "secretsmanager", reflect.TypeFor[vault.SecretsWriter](), nil, ""},
 		{"DiscoverRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "DiscoverDLQ"},
 		{"CallRole", "DeadLetters", "sqs", reflect.TypeFor[runner.QueueAPI](), nil, "CallDLQ"},
+		{"CallRole", "Redeliveries", "sqs", reflect.TypeFor[runner.SenderAPI](), nil, "CallQueue"},
 		{"DiscoverRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"}, // no resource type in IAM
 		{"CallRole", "TaskTokens", "states", reflect.TypeFor[runner.TaskAPI](), nil, "*"},     // no resource type in IAM
 		{"CallRole", "Results", "s3", reflect.TypeFor[render.ObjectPutter](), nil, ""},

@@ -86,11 +86,13 @@ type Handler struct {
 	Logger        *slog.Logger
 	Now           func() time.Time
 	TaskPollMin   time.Duration // floor of poll_after_seconds; 0 means startup.DefaultTaskPollMin
+	Redeliver     Redeliverer   // nil: an SQS call without a task token runs synchronously (redeliver.go)
 }
 
 // Process implements runner.Processor: it validates the request, checks the
 // tool against the catalog when catalog_id is set, takes the idempotency
-// lease, calls the tool and renders the tool_result.
+// lease, calls the tool and renders the tool_result. A pending call from an
+// SQS record without a task token keeps going by itself (keepGoing).
 func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	var req Request
 	if err := runner.Decode(it.Body, &req); err != nil {
@@ -123,6 +125,16 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		return out.res, nil
 	}
 	it.Annotate(slog.String("idempotency_key", kind))
+	v, err := h.keyed(ctx, it, req, prime, key)
+	if h.loops(it) {
+		return h.keepGoing(ctx, it, key, kind, v, err)
+	}
+	return v, err
+}
+
+// keyed runs a call that has an idempotency key: replayed, continued or
+// started under the key's lease.
+func (h *Handler) keyed(ctx context.Context, it *runner.Item, req Request, prime primer, key string) (any, error) {
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrInProgress) && it.Source != runner.SQS && it.TaskToken == "":
@@ -145,8 +157,8 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call, and none is pending under this key")
 	}
 	// Only a caller that can send the request again continues a pending
-	// call; an SQS message without a task token calls synchronously.
-	continuable := it.Source != runner.SQS || it.TaskToken != ""
+	// call; an SQS message without a task token sends itself (loops).
+	continuable := it.Source != runner.SQS || it.TaskToken != "" || h.loops(it)
 	out, err := h.call(ctx, it, req, prime, h.start(req, prime, continuable))
 	if out.pending != nil {
 		return h.suspend(ctx, it, key, h.newPending(req, prime, out), out)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
@@ -72,6 +73,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	if sender != nil {
 		h.Rediscoveries = sender
 	}
+	h.Redeliver = &runner.QueueSender{API: sqs.NewFromConfig(awsCfg)}
 	return runner.NewRunner(st.RunnerConfig(), h)
 }
 

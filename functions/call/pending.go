@@ -116,7 +116,7 @@ func (h *Handler) continueCall(ctx context.Context, it *runner.Item, req Request
 		return nil, wire.Errorf(wire.InvalidRequest, nil, "input_responses for a call that is not waiting for input")
 	case req.InputResponses != nil && !answersOpen(req.InputResponses, lp.OpenInputs):
 		h.release(ctx, it, key) // this round was answered already: the same answer again
-		return lp.Answer, nil
+		return pendingReply{body: lp.Answer, since: lp.Since}, nil
 	case req.InputResponses != nil && lp.Rounds >= MaxInputRounds:
 		return h.finish(ctx, it, key, errorResult(req.ToolUseID, fmt.Sprintf("The MCP server asked for input more than %d times; the call was stopped.", MaxInputRounds)), true, nil)
 	case req.InputResponses != nil && lp.TaskID != "":
@@ -132,7 +132,7 @@ func (h *Handler) continueCall(ctx context.Context, it *runner.Item, req Request
 		})
 	case lp.TaskID == "":
 		h.release(ctx, it, key) // waiting for input nobody gave: the same answer again
-		return lp.Answer, nil
+		return pendingReply{body: lp.Answer, since: lp.Since}, nil
 	case !lp.ExpiresAt.IsZero() && h.now().After(lp.ExpiresAt):
 		return h.finish(ctx, it, key, errorResult(req.ToolUseID, "The MCP server's task expired (its TTL passed) before it finished."), true, nil)
 	default:
@@ -141,7 +141,7 @@ func (h *Handler) continueCall(ctx context.Context, it *runner.Item, req Request
 	out, err := h.call(ctx, it, req, p, s)
 	if out.pending != nil {
 		next := h.newPending(req, p, out)
-		next.Rounds = lp.Rounds
+		next.Rounds, next.Since = lp.Rounds, lp.Since
 		if req.InputResponses != nil {
 			next.Rounds++
 		}
@@ -164,6 +164,7 @@ func (h *Handler) newPending(req Request, p primer, out callOutcome) ledger.Pend
 		PollAfter:    h.pollAfter(mp.PollInterval),
 		ExpiresAt:    mp.ExpiresAt(),
 		RequestState: mp.RequestState,
+		Since:        h.now().UTC(),
 	}
 	var keys map[string]json.RawMessage
 	if json.Unmarshal(mp.InputRequests, &keys) == nil {
@@ -196,7 +197,7 @@ func (h *Handler) suspend(ctx context.Context, it *runner.Item, key string, lp l
 		// The lease runs out and the key is taken over without this state.
 		h.logger().Warn("ledger suspend failed", "request_id", it.RequestID, "work_item", it.ID, "error", it.Scrub(err.Error()))
 	}
-	return json.RawMessage(body), nil
+	return pendingReply{body: body, since: lp.Since}, nil
 }
 
 // pendingAnswer renders p, scrubbed of the call's secrets.

@@ -228,9 +228,9 @@ func TestTaskEndsUnknownOrExpired(t *testing.T) {
 	}
 }
 
-// TestSQSWithoutTaskTokenCallsSynchronously: nobody can continue a pending
-// call from a plain SQS message, so it declares no Tasks extension and the
-// server answers in one tools/call.
+// TestSQSWithoutTaskTokenCallsSynchronously: without a Redeliverer nobody
+// can continue a pending call from a plain SQS message, so it declares no
+// Tasks extension and the server answers in one tools/call.
 func TestSQSWithoutTaskTokenCallsSynchronously(t *testing.T) {
 	s := newStack(t, nil)
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Polls: 5}})

@@ -43,10 +43,13 @@ func idempotencyKey(req Request, it *runner.Item) (key, kind string) {
 	case it.TaskToken != "":
 		return it.TaskToken, "task_token"
 	case it.Source == runner.SQS:
-		return it.ID, "message_id"
+		return it.ID, keyMessageID
 	}
 	return "", ""
 }
+
+// keyMessageID is the kind of a key that is the SQS message id.
+const keyMessageID = "message_id"
 
 // arguments returns the arguments to send: nil when absent or null.
 func (r Request) arguments() json.RawMessage {

@@ -63,8 +63,9 @@ type Entry struct {
 // Pending is what a call that has not finished needs to continue: the call
 // it is (Tool, ArgsDigest), the server's handle on it (TaskID for a task,
 // RequestState for an input_required answer), the negotiated Version, the
-// input keys still open, how many input Rounds ran, and Answer, the pending
-// answer last given (JSON). Its JSON is bounded by MaxOutcomeBytes.
+// input keys still open, how many input Rounds ran, Since, when the call
+// first went pending, and Answer, the pending answer last given (JSON). Its
+// JSON is bounded by MaxOutcomeBytes.
 type Pending struct {
 	Tool         string          `json:"tool"`
 	ArgsDigest   string          `json:"args_digest"`
@@ -75,6 +76,7 @@ type Pending struct {
 	RequestState string          `json:"request_state,omitempty"`
 	OpenInputs   []string        `json:"open_inputs,omitempty"`
 	Rounds       int             `json:"rounds,omitempty"`
+	Since        time.Time       `json:"since,omitzero"`
 	Answer       json.RawMessage `json:"answer,omitempty"`
 }
 

@@ -33,7 +33,9 @@ const MaxDecodedCost = 7 * MaxResponseBytes / 2
 // Sentinels. Every error from a call the server answered wraps
 // ErrServerAnswered; every 401/403 wraps ErrUnauthorized (see
 // UnauthorizedError). ErrProtocol is wrapped by every unusable answer from a
-// listing: ErrBudgetExceeded, ErrTooManyPages and ErrCursorLoop each wrap it.
+// listing: ErrBudgetExceeded, ErrTooManyPages and ErrCursorLoop each wrap it;
+// so does ErrUndeclaredTask (tasks.go), a task answer to a call that
+// declared no Tasks extension.
 // ErrNotConnected is a ListTools or CallTool on a Conn that Connect did not
 // return (nil or the zero value); nothing was sent.
 var (

@@ -81,8 +81,9 @@ func (c *Conn) call(ctx context.Context, what, name string, args any) (*sdk.Call
 	octx, op, done := c.begin(ctx)
 	res, err := c.cs.CallTool(octx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err == nil {
+		err = c.undeclaredTask(what, op)
 		done()
-		return res, nil
+		return res, err
 	}
 	again, cerr := c.unprime(octx, op)
 	err = c.fail(octx, op, what, ErrServerAnswered, err)
@@ -98,7 +99,19 @@ func (c *Conn) call(ctx context.Context, what, name string, args any) (*sdk.Call
 	if res, err = c.cs.CallTool(octx, &sdk.CallToolParams{Name: name, Arguments: args}); err != nil {
 		return nil, c.fail(octx, op, what, ErrServerAnswered, err)
 	}
-	return res, nil
+	return res, c.undeclaredTask(what, op)
+}
+
+// undeclaredTask is ErrUndeclaredTask when op's tools/call, which declared
+// no Tasks extension, was answered with a resultType other than complete
+// or input_required (the SDK would read a task as an empty result).
+func (c *Conn) undeclaredTask(what string, op *operation) error {
+	switch rt := c.tr.callResultType(op); rt {
+	case "", "complete", "input_required":
+		return nil
+	default:
+		return fmt.Errorf("mcp: %s: %w: resultType %q (protocol %s)", what, ErrUndeclaredTask, text.Truncate(rt, 64), c.Stats().ProtocolVersion)
+	}
 }
 
 // content converts one SDK block. keep is false for the sampling-only

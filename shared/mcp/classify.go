@@ -24,14 +24,15 @@ type operation struct {
 	fatal   error
 	lastErr error // the last transport failure, kept visible to errors.Is
 
-	calls    map[string]string // JSON-RPC id → method, of the calls sent
-	answered map[string]bool   // request key → the server answered it
-	last     string            // key of the last request sent, "" before any
-	page     json.RawMessage   // result of the last tools/list answered
-	pageID   string
-	refused  refusal // the last non-2xx answer that carried a JSON-RPC error
-	authz    bool    // the OAuth handler's Authorize was called
-	authzErr error   // and failed
+	calls      map[string]string // JSON-RPC id → method, of the calls sent
+	answered   map[string]bool   // request key → the server answered it
+	last       string            // key of the last request sent, "" before any
+	page       json.RawMessage   // result of the last tools/list answered
+	pageID     string
+	refused    refusal // the last non-2xx answer that carried a JSON-RPC error
+	authz      bool    // the OAuth handler's Authorize was called
+	authzErr   error   // and failed
+	resultType string  // resultType of the last tools/call answered, "" without
 }
 
 // begin makes op the operation that requests are attributed to.
@@ -212,6 +213,9 @@ func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool
 	switch {
 	case ours:
 		op.answered[key] = true
+		if method == "tools/call" && m.result != nil {
+			op.resultType = resultTypeOf(m.result)
+		}
 		if method == "tools/list" && m.result != nil {
 			page = m.result
 			if reused {
@@ -223,6 +227,27 @@ func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool
 		op.answered[op.last] = true
 	}
 	return page
+}
+
+// resultTypeOf is a result's resultType, or "" when it has none.
+func resultTypeOf(result []byte) string {
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	if !decode(result, &r) {
+		return ""
+	}
+	return r.ResultType
+}
+
+// callResultType is the resultType of op's last tools/call answer.
+func (t *transport) callResultType(op *operation) string {
+	if op == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return op.resultType
 }
 
 // observeRefusal notes a non-2xx body that carries a JSON-RPC error, and

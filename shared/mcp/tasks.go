@@ -35,12 +35,16 @@ const (
 // no longer knows the task (-32602 on a tasks/* request). ErrTaskFailed:
 // the task ended failed, with the JSON-RPC error it carried.
 // ErrTaskCancelled: the task ended cancelled. ErrNoTasks: the Conn
-// negotiated a version before 2026-07-28, which has no tasks; nothing was sent.
+// negotiated a version before 2026-07-28, which has no tasks; nothing was
+// sent. ErrUndeclaredTask (CallTool, which declares no Tasks extension):
+// the server answered with a task anyway; it wraps ErrProtocol, not
+// ErrServerAnswered, since the tool may be running.
 var (
-	ErrTaskNotFound  = fmt.Errorf("%w: task not found", ErrServerAnswered)
-	ErrTaskFailed    = fmt.Errorf("%w: task failed", ErrServerAnswered)
-	ErrTaskCancelled = fmt.Errorf("%w: task cancelled", ErrServerAnswered)
-	ErrNoTasks       = errors.New("mcp: the negotiated protocol version has no tasks")
+	ErrUndeclaredTask = fmt.Errorf("%w: a task answer to a tools/call that declared no Tasks extension", ErrProtocol)
+	ErrTaskNotFound   = fmt.Errorf("%w: task not found", ErrServerAnswered)
+	ErrTaskFailed     = fmt.Errorf("%w: task failed", ErrServerAnswered)
+	ErrTaskCancelled  = fmt.Errorf("%w: task cancelled", ErrServerAnswered)
+	ErrNoTasks        = errors.New("mcp: the negotiated protocol version has no tasks")
 )
 
 // Pending is an answer that is not the tool's output yet: a task

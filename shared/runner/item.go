@@ -44,6 +44,7 @@ type Item struct {
 	Source    Source
 	Body      []byte    // the request object
 	TaskToken string    // the body's task_token, or ""
+	Queue     string    // an SQS record's eventSourceARN (its queue), or ""
 	Deadline  time.Time // end of the operation budget; see OperationContext
 
 	badToken  error      // a task_token too long to report to; refused unstarted

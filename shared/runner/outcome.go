@@ -86,6 +86,22 @@ func (r *Runner) reportTask(ctx context.Context, it *Item, v any, err error) err
 	return serr
 }
 
+// DeadLetterError is a failure whose dead-letter message carries more
+// than the record: Attributes become message attributes named
+// "mcpfn.<name>" (values as given, unscrubbed: the processor scrubs them),
+// and Body, when set, replaces the record's body. It is dead-lettered
+// only when Err is permanent (wire.Permanent).
+type DeadLetterError struct {
+	Err        error
+	Attributes map[string]string
+	Body       string
+}
+
+func (e *DeadLetterError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *DeadLetterError) Unwrap() error { return e.Err }
+
 func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage, err error) error {
 	in := &sqs.SendMessageInput{
 		QueueUrl:    aws.String(r.cfg.DLQURL),
@@ -95,6 +111,14 @@ func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage
 			"mcpfn.error_message":     stringAttr(text.Truncate(r.publicMessage(it, err), maxErrorAttr)),
 			"mcpfn.source_message_id": stringAttr(rec.MessageId),
 		},
+	}
+	if dl, ok := errors.AsType[*DeadLetterError](err); ok {
+		for name, v := range dl.Attributes {
+			in.MessageAttributes["mcpfn."+name] = stringAttr(v)
+		}
+		if dl.Body != "" {
+			in.MessageBody = aws.String(dl.Body)
+		}
 	}
 	if strings.HasSuffix(r.cfg.DLQURL, ".fifo") {
 		group := rec.Attributes["MessageGroupId"]

@@ -291,6 +291,7 @@ func (r *Runner) batch(ctx context.Context, inv invocation, ev *events.SQSEvent)
 	var wg sync.WaitGroup
 	for i, rec := range ev.Records {
 		it := r.item(inv, rec.MessageId, SQS, []byte(rec.Body), rec.Attributes[AttrTraceHeader])
+		it.Queue = rec.EventSourceARN
 		if err := r.acquire(ctx); err != nil {
 			failed[i] = true
 			r.summarize(it, r.cfg.Now(), NotStarted, err)

@@ -32,6 +32,7 @@ var sections = []section{
 	{id: "instance", num: 8, title: "Memory per instance: a default batch against 75 % of the function's memory", run: instanceMemory},
 	{id: "rtt", num: 9, title: "Work items under an injected round-trip time: shared/mcp vs raw go-sdk", run: injectedRTT},
 	{id: "cpushare", num: 10, title: "The instance at Lambda's CPU share", run: cpuShare},
+	{id: "longcall", num: 11, title: "The cost of a 20-minute task through the call state machine", run: longCall},
 }
 
 func sectionIDs() []string {

@@ -48,6 +48,10 @@ type Tasks struct {
 	// Rewrite, when set, may change any result before it is sent (hostile
 	// tests): method is the request's, result the decoded result object.
 	Rewrite func(method string, result map[string]any)
+	// Now, when set, is the tasks' clock (creation, Delay, timestamps);
+	// nil is time.Now. A benchmark advances it by the seconds a caller
+	// waited instead of waiting them.
+	Now func() time.Time
 
 	mu    sync.Mutex
 	seq   int
@@ -191,7 +195,7 @@ func (t *Tasks) create(tool string) map[string]any {
 	}
 	t.seq++
 	id := "task-" + strconv.Itoa(t.seq)
-	tk := &task{tool: tool, created: time.Now()}
+	tk := &task{tool: tool, created: t.now()}
 	t.tasks[id] = tk
 	out := t.base(id, tk, "working")
 	out["resultType"] = "task"
@@ -200,7 +204,7 @@ func (t *Tasks) create(tool string) map[string]any {
 
 // detail is tasks/get's answer; t.mu is held.
 func (t *Tasks) detail(id string, tk *task) map[string]any {
-	done := tk.polls > t.Polls && time.Since(tk.created) >= t.Delay
+	done := tk.polls > t.Polls && t.now().Sub(tk.created) >= t.Delay
 	switch {
 	case tk.cancelled:
 		return t.base(id, tk, "cancelled")
@@ -235,10 +239,17 @@ func (t *Tasks) base(id string, tk *task, status string) map[string]any {
 		"taskId":         id,
 		"status":         status,
 		"createdAt":      tk.created.UTC().Format(time.RFC3339),
-		"lastUpdatedAt":  time.Now().UTC().Format(time.RFC3339),
+		"lastUpdatedAt":  t.now().UTC().Format(time.RFC3339),
 		"ttlMs":          ttl,
 		"pollIntervalMs": t.PollIntervalMs,
 	}
+}
+
+func (t *Tasks) now() time.Time {
+	if t.Now == nil {
+		return time.Now()
+	}
+	return t.Now()
 }
 
 func elicit(message string) map[string]any {
