@@ -117,4 +117,3 @@ func (s *Store) Verify(ctx context.Context, id string) (Report, error) {
 func (r *Report) add(seq int64, kind, format string, args ...any) {
 	r.Problems = append(r.Problems, Problem{Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 }
-
