@@ -35,6 +35,7 @@ const (
 	EnvLogLevel         = "MCPFN_LOG_LEVEL"
 	EnvTaskPollMin      = "MCPFN_TASK_POLL_MIN_SECONDS"
 	EnvSealKeyID        = "MCPFN_SEAL_KEY_ID"
+	EnvAuditTable       = "MCPFN_AUDIT_TABLE"
 	EnvLocal            = "MCPFN_LOCAL" // "1": a local run, which may use the local stores
 )
 
