@@ -81,6 +81,7 @@ type Settings struct {
 	SealKeyID        string         // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
 	TaskPollMin      time.Duration  // the floor of a pending call's poll_after_seconds; 1-900 s
 	Traces           telemetry.Mode // telemetry.EnvTraces; default off
+	AuditTable       string         // the policy decisions' audit chains; empty: none kept
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -97,6 +98,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		DiscoverQueueURL: getenv(EnvDiscoverQueueURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
 		SealKeyID:        getenv(EnvSealKeyID),
+		AuditTable:       getenv(EnvAuditTable),
 		MaxResultBytes:   render.DefaultMaxBytes,
 		Concurrency:      runner.DefaultConcurrency,
 		Reserve:          runner.DefaultReserve,
