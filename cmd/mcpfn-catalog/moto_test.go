@@ -25,14 +25,7 @@ func TestTable(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_REGION": awstest.Region, "AWS_ACCESS_KEY_ID": awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": awstest.SecretAccessKey,
-		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_PROFILE": "", "AWS_ENDPOINT_URL": "",
-		"AWS_ENDPOINT_URL_DYNAMODB": "",
-	} {
-		t.Setenv(k, v)
-	}
+	setMotoEnv(t)
 	store := []string{"--table", table, "--endpoint", m.Endpoint()}
 
 	checkGet(t, mustRun(t, append(append([]string{"get"}, store...), "main")...), s, "main")
@@ -51,5 +44,18 @@ func TestTable(t *testing.T) {
 	code, _, stderr = cmd(t, map[string]string{"MCPFN_CATALOG_TABLE": table}, "get", "--endpoint", m.Endpoint(), "main")
 	if code != exitOK {
 		t.Errorf("--endpoint with MCPFN_CATALOG_TABLE: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// setMotoEnv sets the AWS configuration the command loads to moto's
+// credentials and region, with no profile and no endpoint override.
+func setMotoEnv(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_REGION": awstest.Region, "AWS_ACCESS_KEY_ID": awstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": awstest.SecretAccessKey,
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_PROFILE": "", "AWS_ENDPOINT_URL": "",
+		"AWS_ENDPOINT_URL_DYNAMODB": "",
+	} {
+		t.Setenv(k, v)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -33,11 +34,15 @@ const usage = `Usage:
   mcpfn-catalog get     [store flags] ID
   mcpfn-catalog tools   [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID
   mcpfn-catalog changes [store flags] ID
+  mcpfn-catalog policy  set [store flags] --file FILE ID | get [store flags] ID | delete [store flags] ID
+  mcpfn-catalog audit   [store flags] [--audit-table NAME] [--verify] ID
   mcpfn-catalog COMMAND -h
 
 Prints stored tool catalogs as JSON: every catalog's head and schedule (list,
 a table only), one catalog (get), its tools for the Anthropic Messages API
-(tools), or what its current version changed (changes).
+(tools), or what its current version changed (changes); sets, prints or
+deletes a catalog's policy document (policy, a table only); prints its
+audit trail or checks its chain (audit, the audit table).
 
 Store flags: --table NAME [--endpoint URL] | --dir PATH, and --timeout
 DURATION (default 5s). Without --table or --dir: ` + startup.EnvCatalogTable + `, then
@@ -102,7 +107,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // MCPFN_CATALOG_DIR.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "mcpfn-catalog: want a command: list, get, tools or changes (mcpfn-catalog -h)")
+		fmt.Fprintln(stderr, "mcpfn-catalog: want a command: list, get, tools, changes, policy or audit (mcpfn-catalog -h)")
 		return exitUsage
 	}
 	var err error
@@ -115,6 +120,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = runTools(ctx, rest, stdout, getenv)
 	case "changes":
 		err = runChanges(ctx, rest, stdout, getenv)
+	case "policy":
+		err = runPolicy(ctx, rest, stdout, os.Stdin, getenv)
+	case "audit":
+		err = runAudit(ctx, rest, stdout, getenv)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -209,10 +218,14 @@ func (fs *flagSet) help() {
 
 // commandUsage is each command's synopsis.
 var commandUsage = map[string]string{
-	"list":    "mcpfn-catalog list [store flags]",
-	"get":     "mcpfn-catalog get [store flags] ID",
-	"tools":   "mcpfn-catalog tools [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID",
-	"changes": "mcpfn-catalog changes [store flags] ID",
+	"list":          "mcpfn-catalog list [store flags]",
+	"get":           "mcpfn-catalog get [store flags] ID",
+	"tools":         "mcpfn-catalog tools [store flags] [--format anthropic] [--allow GLOB]... [--deny GLOB]... [--read-only] ID",
+	"changes":       "mcpfn-catalog changes [store flags] ID",
+	"policy set":    "mcpfn-catalog policy set [store flags] --file FILE ID",
+	"policy get":    "mcpfn-catalog policy get [store flags] ID",
+	"policy delete": "mcpfn-catalog policy delete [store flags] ID",
+	"audit":         "mcpfn-catalog audit [store flags] [--audit-table NAME] [--verify] ID",
 }
 
 // parseFlags parses fs from args. A flag error is a usage error;

@@ -211,7 +211,7 @@ func (p *problems) tables(d doc) {
 		if got := path(props, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"); got != true {
 			p.addf("table %s: point-in-time recovery must be enabled", name)
 		}
-		if got := path(props, "TimeToLiveSpecification", "Enabled"); got != true {
+		if got := path(props, "TimeToLiveSpecification", "Enabled"); got != true && name != "AuditTable" { // audit entries are kept
 			p.addf("table %s: TTL must be enabled", name)
 		}
 	}

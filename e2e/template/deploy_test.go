@@ -151,6 +151,7 @@ func TestOutputs(t *testing.T) {
 		"CallExpressStateMachineArn": ref("CallExpressStateMachine"),
 		"CatalogTableName":           ref("CatalogTable"),
 		"CallsTableName":             ref("CallsTable"),
+		"AuditTableName":             ref("AuditTable"),
 	}
 	got := map[string]any{}
 	for name, o := range path(d, "Outputs").(map[string]any) {

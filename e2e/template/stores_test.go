@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfn/mcpfn/shared/audit"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/render"
@@ -42,6 +43,8 @@ func TestTablesMatchTheStores(t *testing.T) {
 			map[string]map[string]string{catalog.DueIndex: {catalog.DueShardAttribute: "HASH", catalog.NextDueAttribute: "RANGE"}}},
 		{"CallsTable", map[string]string{ledger.KeyAttribute: "HASH"}, ledger.TTLAttribute,
 			map[string]string{ledger.KeyAttribute: "S"}, map[string]map[string]string{}},
+		{"AuditTable", map[string]string{audit.PartitionKey: "HASH", audit.SortKey: "RANGE"}, "",
+			map[string]string{audit.PartitionKey: "S", audit.SortKey: "S"}, map[string]map[string]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.table, func(t *testing.T) {
@@ -80,7 +83,7 @@ func TestTablesMatchTheStores(t *testing.T) {
 			if diff := cmp.Diff(tt.indexes, indexes); diff != "" {
 				t.Errorf("GlobalSecondaryIndexes (-want +got):\n%s", diff)
 			}
-			if got := path(props, "TimeToLiveSpecification", "AttributeName"); got != tt.ttlAttr {
+			if got, _ := path(props, "TimeToLiveSpecification", "AttributeName").(string); got != tt.ttlAttr {
 				t.Errorf("TTL attribute %v, want %s", got, tt.ttlAttr)
 			}
 		})
@@ -103,6 +106,10 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 		{"DiscoverRole", "Catalog", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), nil, "CatalogTable"},
 		{"CallRole", "CatalogRead", "dynamodb", reflect.TypeFor[catalog.DynamoAPI](), []string{"GetItem", "Query"}, "CatalogTable"},
 		{"CallRole", "CallLedger", "dynamodb", reflect.TypeFor[ledger.DynamoAPI](), nil, "CallsTable"},
+		{"CallRole", "AuditRead", "dynamodb", reflect.TypeFor[audit.DynamoAPI](), []string{"GetItem", "Query"}, "AuditTable"},
+		{"CallRole", "AuditAppend", "dynamodb", reflect.TypeFor[audit.DynamoAPI](), []string{"TransactWriteItems"}, "AuditTable"},
+		{"DiscoverRole", "AuditRead", "dynamodb", reflect.TypeFor[audit.DynamoAPI](), []string{"GetItem", "Query"}, "AuditTable"},
+		{"DiscoverRole", "AuditAppend", "dynamodb", reflect.TypeFor[audit.DynamoAPI](), []string{"TransactWriteItems"}, "AuditTable"},
 		{"DiscoverRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
 		{"CallRole", "Vaults", "secretsmanager", reflect.TypeFor[vault.SecretsAPI](), nil, ""},
 		{"DiscoverRole", "VaultWriteBack", "secretsmanager", reflect.TypeFor[vault.SecretsWriter](), nil, ""},
@@ -170,9 +177,13 @@ func TestPoliciesGrantWhatTheClientsCall(t *testing.T) {
 }
 
 // iamAction is the IAM action that authorizes an API operation: the batch
-// operations of SQS are authorized by their single forms.
+// operations of SQS are authorized by their single forms, and a
+// TransactWriteItems by its items' operations (shared/audit's hold Puts
+// only).
 func iamAction(op string) string {
 	switch op {
+	case "TransactWriteItems":
+		return "PutItem"
 	case "SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
 		return strings.TrimSuffix(op, "Batch")
 	}

@@ -35,6 +35,7 @@ const (
 	EnvLogLevel         = "MCPFN_LOG_LEVEL"
 	EnvTaskPollMin      = "MCPFN_TASK_POLL_MIN_SECONDS"
 	EnvSealKeyID        = "MCPFN_SEAL_KEY_ID"
+	EnvAuditTable       = "MCPFN_AUDIT_TABLE"
 	EnvLocal            = "MCPFN_LOCAL" // "1": a local run, which may use the local stores
 )
 
@@ -80,6 +81,7 @@ type Settings struct {
 	SealKeyID        string         // KMS key sealing server URLs; required with CatalogTable and DiscoverQueueURL
 	TaskPollMin      time.Duration  // the floor of a pending call's poll_after_seconds; 1-900 s
 	Traces           telemetry.Mode // telemetry.EnvTraces; default off
+	AuditTable       string         // the policy decisions' audit chains; empty: none kept
 }
 
 // LoadSettings reads the settings through getenv (os.Getenv in main),
@@ -96,6 +98,7 @@ func LoadSettings(getenv func(string) string) (Settings, error) {
 		DiscoverQueueURL: getenv(EnvDiscoverQueueURL),
 		ResultsBucket:    getenv(EnvResultsBucket),
 		SealKeyID:        getenv(EnvSealKeyID),
+		AuditTable:       getenv(EnvAuditTable),
 		MaxResultBytes:   render.DefaultMaxBytes,
 		Concurrency:      runner.DefaultConcurrency,
 		Reserve:          runner.DefaultReserve,

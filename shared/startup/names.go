@@ -17,7 +17,7 @@ const SettingPrefix = "MCPFN_"
 var KnownSettings = []string{
 	EnvCatalogTable, EnvCatalogDir, EnvCallsTable, EnvSecretsPrefix, EnvDLQURL,
 	EnvDiscoverQueueURL, EnvResultsBucket, EnvMaxResultBytes, EnvBatchConcurrency,
-	EnvReserve, EnvOperationTimeout, EnvLogLevel, EnvSealKeyID, EnvLocal, EnvTaskPollMin,
+	EnvReserve, EnvOperationTimeout, EnvLogLevel, EnvSealKeyID, EnvLocal, EnvTaskPollMin, EnvAuditTable,
 	guard.EnvAllowList, telemetry.EnvTraces,
 }
 

@@ -17,9 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/mcpfn/mcpfn/shared/audit"
 	"github.com/mcpfn/mcpfn/shared/awsconf"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/guard"
+	"github.com/mcpfn/mcpfn/shared/policy"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/telemetry"
@@ -173,4 +175,26 @@ func (st *Startup) OpenVaults() *vault.Resolver {
 	sm := secretsmanager.NewFromConfig(st.AWS)
 	count := func(m string) { runner.EmitCounts(st.out, st.Function, time.Now(), map[string]int{m: 1}) }
 	return vault.NewResolver(sm, st.Settings.SecretsPrefix, vault.WithOAuth(vault.OAuth{Secrets: sm, Logger: st.Logger, Count: count}))
+}
+
+// OpenPolicies returns the catalogs' policy documents, kept in
+// CatalogTable, and a cache of their compilations; nil without a table
+// (the directory store keeps no policy: every call is allowed).
+func (st *Startup) OpenPolicies() (*policy.Store, *policy.Cache) {
+	if st.Settings.CatalogTable == "" {
+		return nil, nil
+	}
+	return policy.NewStore(dynamodb.NewFromConfig(st.AWS), st.Settings.CatalogTable), policy.NewCache()
+}
+
+// OpenAudit returns the audit chains in AuditTable; nil without one, which
+// it warns about, naming EnvAuditTable, when a catalog table is set.
+func (st *Startup) OpenAudit() *audit.Store {
+	if st.Settings.AuditTable == "" {
+		if st.Settings.CatalogTable != "" {
+			st.Logger.Warn("no audit table configured: policy decisions are not audited", "variable", EnvAuditTable)
+		}
+		return nil
+	}
+	return audit.New(dynamodb.NewFromConfig(st.AWS), st.Settings.AuditTable)
 }
