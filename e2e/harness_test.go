@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mcpfn/mcpfn/internal/localstack"
+	"github.com/mcpfn/mcpfn/shared/audit"
 	"github.com/mcpfn/mcpfn/shared/awstest"
 	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/ledger"
@@ -40,6 +41,7 @@ type stackOptions struct {
 type stack struct {
 	catalogTable  string
 	callsTable    string
+	auditTable    string
 	secretsPrefix string
 	dlq           map[string]string // function name → DLQ URL
 	discoverQueue string            // MCPFN_DISCOVER_QUEUE_URL of both functions
@@ -63,6 +65,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	s := &stack{
 		catalogTable:  name + "-catalog",
 		callsTable:    name + "-calls",
+		auditTable:    name + "-audit",
 		secretsPrefix: "mcpfn/" + name + "/",
 		dlq:           map[string]string{},
 		sqs:           sqs.NewFromConfig(cfg),
@@ -72,6 +75,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	if err := ledger.CreateTable(ctx, db, s.callsTable); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.CreateTable(ctx, db, s.auditTable); err != nil {
 		t.Fatal(err)
 	}
 	for _, fn := range []string{"discover", "call"} {
@@ -104,6 +110,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		"AWS_ENDPOINT_URL_SFN="+s.tasks.URL,
 		"MCPFN_EGRESS_ALLOW="+strings.Join(o.allow, ","),
 		"MCPFN_CATALOG_TABLE="+s.catalogTable,
+		"MCPFN_AUDIT_TABLE="+s.auditTable,
 		"MCPFN_DISCOVER_QUEUE_URL="+s.discoverQueue,
 		"MCPFN_SEAL_KEY_ID="+s.sealKey,
 		"MCPFN_SECRETS_PREFIX="+s.secretsPrefix,

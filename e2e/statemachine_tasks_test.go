@@ -22,6 +22,7 @@ type inputMessage struct {
 		Execution     string                     `json:"execution"`
 		Call          map[string]any             `json:"call"`
 		InputRequests map[string]json.RawMessage `json:"input_requests"`
+		Approval      map[string]any             `json:"approval_required"`
 	} `json:"MessageBody"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/ledger"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/policy"
 	"github.com/mcpfn/mcpfn/shared/render"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
@@ -87,6 +88,9 @@ type Handler struct {
 	Now           func() time.Time
 	TaskPollMin   time.Duration // floor of poll_after_seconds; 0 means startup.DefaultTaskPollMin
 	Redeliver     Redeliverer   // nil: an SQS call without a task token runs synchronously (redeliver.go)
+	Policies      Policies      // nil: no catalog has a policy (permit.go)
+	PolicyCache   *policy.Cache // nil: each policy compiled per call
+	Audit         Auditor       // nil: decisions are not audited
 }
 
 // Process implements runner.Processor: it validates the request, checks the
@@ -112,8 +116,19 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-
+	v, err := h.verdict(ctx, it, req, prime)
+	if err != nil {
+		return nil, err
+	}
 	key, kind := idempotencyKey(req, it)
+	switch v.Decision {
+	case policy.Deny:
+		return nil, h.refuse(ctx, it, req, prime, v)
+	case policy.Ask:
+		if err := askable(req, key, it.Source != runner.SQS || it.TaskToken != "", v); err != nil {
+			return nil, err
+		}
+	}
 	if key == "" {
 		if req.Cancel || req.InputResponses != nil {
 			return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call: they need its idempotency key")
@@ -125,16 +140,17 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		return out.res, nil
 	}
 	it.Annotate(slog.String("idempotency_key", kind))
-	v, err := h.keyed(ctx, it, req, prime, key)
+	out, err := h.keyed(ctx, it, req, prime, key, v)
 	if h.loops(it) {
-		return h.keepGoing(ctx, it, key, kind, v, err)
+		return h.keepGoing(ctx, it, key, kind, out, err)
 	}
-	return v, err
+	return out, err
 }
 
 // keyed runs a call that has an idempotency key: replayed, continued or
-// started under the key's lease.
-func (h *Handler) keyed(ctx context.Context, it *runner.Item, req Request, prime primer, key string) (any, error) {
+// started under the key's lease; one its policy asks approval for (v)
+// waits for it (permit.go).
+func (h *Handler) keyed(ctx context.Context, it *runner.Item, req Request, prime primer, key string, v policy.Verdict) (any, error) {
 	entry, err := h.Ledger.Begin(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrInProgress) && it.Source != runner.SQS && it.TaskToken == "":
@@ -146,6 +162,11 @@ func (h *Handler) keyed(ctx context.Context, it *runner.Item, req Request, prime
 	case entry.Done:
 		it.Annotate(slog.Bool("replayed", true))
 		return replay(entry.Outcome, prime.idempotentNote())
+	case entry.Pending != nil && entry.Pending.Approval && !req.Cancel:
+		it.Annotate(slog.Bool("continued", true))
+		if v.Decision == policy.Ask {
+			return h.approval(ctx, it, req, prime, key, v, entry.Pending)
+		} // the policy no longer asks: the call starts below
 	case entry.Pending != nil:
 		it.Annotate(slog.Bool("continued", true))
 		return h.continueCall(ctx, it, req, prime, key, entry.Pending)
@@ -155,6 +176,9 @@ func (h *Handler) keyed(ctx context.Context, it *runner.Item, req Request, prime
 	if req.Cancel || req.InputResponses != nil {
 		h.release(ctx, it, key)
 		return nil, wire.Errorf(wire.InvalidRequest, nil, "cancel and input_responses continue a pending call, and none is pending under this key")
+	}
+	if v.Decision == policy.Ask {
+		return h.approval(ctx, it, req, prime, key, v, nil)
 	}
 	// Only a caller that can send the request again continues a pending
 	// call; an SQS message without a task token sends itself (loops).
@@ -174,6 +198,7 @@ type primer struct {
 	protocolVersion string
 	discovery       string
 	hints           *mcp.Annotations // the catalog's hints for the tool, nil without
+	version         string           // the catalog version checked, "" without a catalog
 }
 
 // idempotentNote is what a refused or replayed redelivery adds when the
@@ -214,7 +239,7 @@ func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (pri
 		name = m.Name
 		it.Annotate(slog.String("server_tool", name))
 	}
-	return primer{toolName: name, protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery, hints: m.Annotations}, nil
+	return primer{toolName: name, protocolVersion: m.ProtocolVersion, discovery: m.ServerDiscovery, hints: m.Annotations, version: m.Version}, nil
 }
 
 // annotateHints puts the catalog's read-only and idempotent hints for the

@@ -74,6 +74,12 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		h.Rediscoveries = sender
 	}
 	h.Redeliver = &runner.QueueSender{API: sqs.NewFromConfig(awsCfg)}
+	if policies, cache := st.OpenPolicies(); policies != nil {
+		h.Policies, h.PolicyCache = policies, cache
+	}
+	if trail := st.OpenAudit(); trail != nil {
+		h.Audit = trail
+	}
 	return runner.NewRunner(st.RunnerConfig(), h)
 }
 

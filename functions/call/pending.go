@@ -53,14 +53,18 @@ const maxPollAfter = 900
 
 // PendingAnswer is a call's answer while the server has not finished it
 // (docs/contract.md). InputRequests only for input_required; ExpiresAt
-// only when the server gave a TTL.
+// only when the server gave a TTL; Tool, Hints and ArgumentsSHA256 only
+// for approval_required.
 type PendingAnswer struct {
-	Type             string          `json:"type"`
-	Status           string          `json:"status"`
-	PollAfterSeconds int             `json:"poll_after_seconds"`
-	ExpiresAt        string          `json:"expires_at,omitempty"`
-	StatusMessage    string          `json:"status_message,omitempty"`
-	InputRequests    json.RawMessage `json:"input_requests,omitempty"`
+	Type             string           `json:"type"`
+	Status           string           `json:"status"`
+	PollAfterSeconds int              `json:"poll_after_seconds"`
+	ExpiresAt        string           `json:"expires_at,omitempty"`
+	StatusMessage    string           `json:"status_message,omitempty"`
+	InputRequests    json.RawMessage  `json:"input_requests,omitempty"`
+	Tool             string           `json:"tool,omitempty"`             // approval_required: the server's tool name
+	Hints            *mcp.Annotations `json:"hints,omitempty"`            // approval_required: the tool's annotation hints
+	ArgumentsSHA256  string           `json:"arguments_sha256,omitempty"` // approval_required: what an approval must name
 }
 
 // step is one request a call sends on an open connection.

@@ -29,6 +29,7 @@ type Request struct {
 	TaskToken      string          `json:"task_token,omitempty"`
 	InputResponses json.RawMessage `json:"input_responses,omitempty"`
 	Cancel         bool            `json:"cancel,omitempty"`
+	Approval       *Approval       `json:"approval,omitempty"`
 }
 
 // idempotencyKey is tool_use_id, else idempotency_key, else the task
@@ -86,6 +87,9 @@ func (r Request) validate(p *guard.Policy) (*url.URL, error) {
 		if err := vault.ValidateVaultID(id); err != nil {
 			return nil, wire.Errorf(wire.InvalidRequest, err, "vault_ids")
 		}
+	}
+	if err := r.Approval.validate(); err != nil {
+		return nil, err
 	}
 	return wire.CheckServerURL(r.ServerURL, p)
 }

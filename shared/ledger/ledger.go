@@ -77,6 +77,7 @@ type Pending struct {
 	OpenInputs   []string        `json:"open_inputs,omitempty"`
 	Rounds       int             `json:"rounds,omitempty"`
 	Since        time.Time       `json:"since,omitzero"`
+	Approval     bool            `json:"approval,omitempty"` // waiting for an approval the catalog's policy asks for
 	Answer       json.RawMessage `json:"answer,omitempty"`
 }
 

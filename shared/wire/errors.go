@@ -19,18 +19,20 @@ const (
 	ConnectionFailed     ErrorType = "mcp_connection_failed_error"
 	AuthenticationFailed ErrorType = "mcp_authentication_failed_error"
 	ProtocolError        ErrorType = "mcp_protocol_error"
+	ToolNotPermitted     ErrorType = "mcp_tool_not_permitted_error" // the catalog's policy or quarantine refuses the tool
 	Internal             ErrorType = "internal_error"
 )
 
 // ErrorTypes lists every wire type, in documentation order.
-var ErrorTypes = []ErrorType{InvalidRequest, EgressDenied, ConnectionFailed, AuthenticationFailed, ProtocolError, Internal}
+var ErrorTypes = []ErrorType{InvalidRequest, EgressDenied, ConnectionFailed, AuthenticationFailed, ProtocolError, ToolNotPermitted, Internal}
 
 // Permanent reports whether retrying the same request cannot succeed until
-// someone changes the request, the allow-list or the vault. Permanent
+// someone changes the request, the allow-list, the vault or the catalog's
+// policy. Permanent
 // failures without a task token go to the dead-letter queue.
 func (t ErrorType) Permanent() bool {
 	switch t {
-	case InvalidRequest, EgressDenied, AuthenticationFailed:
+	case InvalidRequest, EgressDenied, AuthenticationFailed, ToolNotPermitted:
 		return true
 	}
 	return false

@@ -61,7 +61,7 @@ func TestTypeOf(t *testing.T) {
 func TestPermanent(t *testing.T) {
 	want := map[ErrorType]bool{
 		InvalidRequest: true, EgressDenied: true, AuthenticationFailed: true,
-		ConnectionFailed: false, ProtocolError: false, Internal: false,
+		ConnectionFailed: false, ProtocolError: false, Internal: false, ToolNotPermitted: true,
 	}
 	for _, et := range ErrorTypes {
 		if got := et.Permanent(); got != want[et] {

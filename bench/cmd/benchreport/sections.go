@@ -33,6 +33,7 @@ var sections = []section{
 	{id: "rtt", num: 9, title: "Work items under an injected round-trip time: shared/mcp vs raw go-sdk", run: injectedRTT},
 	{id: "cpushare", num: 10, title: "The instance at Lambda's CPU share", run: cpuShare},
 	{id: "longcall", num: 11, title: "The cost of a 20-minute task through the call state machine", run: longCall},
+	{id: "policy", num: 12, title: "The policy check: 1,000 rules per call", run: policyCheck},
 }
 
 func sectionIDs() []string {
