@@ -224,21 +224,28 @@ func setQuarantine(u expression.UpdateBuilder, q map[string]quarantineItem) (exp
 	return u.Set(name(attrQuarantine), expression.Value(v)), nil
 }
 
+// Approval is what Approve did: the version whose tools it approved, and
+// those tools, sorted by name (none when nothing named was quarantined).
+type Approval struct {
+	Version string
+	Tools   []Quarantined
+}
+
 // Approve makes the named tools of id's current version callable, or
 // every quarantined tool when all is set: one conditional UpdateItem of
-// the head after reading it. It returns the tools it approved, sorted;
-// a named tool that is not quarantined is left out.
-func (s *Dynamo) Approve(ctx context.Context, id string, names []string, all bool) ([]Quarantined, error) {
+// the head after reading it, none when there is nothing to approve. A
+// named tool that is not quarantined is left out.
+func (s *Dynamo) Approve(ctx context.Context, id string, names []string, all bool) (Approval, error) {
 	if err := ValidateID(id); err != nil {
-		return nil, err
+		return Approval{}, err
 	}
 	for range maxRounds {
 		h, err := s.head(ctx, id)
 		if err != nil {
-			return nil, err
+			return Approval{}, err
 		}
 		if !h.exists || h.version == "" {
-			return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+			return Approval{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
 		drop := map[string]quarantineItem{}
 		for k, e := range h.quarantine {
@@ -252,7 +259,7 @@ func (s *Dynamo) Approve(ctx context.Context, id string, names []string, all boo
 			}
 		}
 		if len(drop) == 0 {
-			return nil, nil
+			return Approval{Version: h.version}, nil
 		}
 		var u expression.UpdateBuilder
 		for k := range drop {
@@ -264,13 +271,13 @@ func (s *Dynamo) Approve(ctx context.Context, id string, names []string, all boo
 		}
 		ok, err := s.updateHead(ctx, id, u, cond)
 		if err != nil {
-			return nil, err
+			return Approval{}, err
 		}
 		if ok {
-			return quarantineList(drop), nil
+			return Approval{Version: h.version, Tools: quarantineList(drop)}, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: catalog %q changed %d times during one approval", ErrUnavailable, id, maxRounds)
+	return Approval{}, fmt.Errorf("%w: catalog %q changed %d times during one approval", ErrUnavailable, id, maxRounds)
 }
 
 // decodeQuarantine reads the head's quarantine attribute; nil when absent.

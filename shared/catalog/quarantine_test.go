@@ -80,7 +80,7 @@ func TestQuarantineOfOneThousand(t *testing.T) {
 
 	c.take()
 	approved, err := s.Approve(ctx, "id", []string{"tool-7"}, false)
-	if err != nil || len(approved) != 1 || approved[0].Name != "tool-7" {
+	if err != nil || len(approved.Tools) != 1 || approved.Tools[0].Name != "tool-7" || approved.Version != res.Version {
 		t.Fatalf("Approve = %v, %v", approved, err)
 	}
 	if reqs, items := c.takeAll(); reqs["UpdateItem"]+reqs["PutItem"]+reqs["BatchWriteItem"] > 2 || items > 2 {
@@ -94,7 +94,7 @@ func TestQuarantineOfOneThousand(t *testing.T) {
 	if diff := cmp.Diff(want[1:], res.Quarantined); diff != "" {
 		t.Errorf("quarantined after approval (-want +got):\n%s", diff)
 	}
-	if got, err := s.Approve(ctx, "id", nil, true); err != nil || len(got) != 1 {
+	if got, err := s.Approve(ctx, "id", nil, true); err != nil || len(got.Tools) != 1 {
 		t.Errorf("Approve --all = %v, %v", got, err)
 	}
 	// Accept mode releases everything and records no quarantine.
