@@ -29,10 +29,7 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	all := fs.Bool("all", false, "approve every quarantined tool")
 	by := fs.String("by", approveBy, "who approves, as the audit trail records it")
 	auditTable := fs.String("audit-table", "", "DynamoDB audit table (default $"+startup.EnvAuditTable+")")
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		args = append(args[1:], args[0]) // ID (--tool NAME… | --all): the ID last for parse
-	}
-	id, err := parse(fs, args)
+	id, err := parseAround(fs, args)
 	if err != nil {
 		return err
 	}
@@ -85,6 +82,20 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintf(stderr, "mcpfn-catalog: approve: %d of the named tools were not quarantined\n", len(tools)-len(approved))
 	}
 	return writeJSON(stdout, map[string]any{"catalog_id": id, "version": ap.Version, "approved": approved, "audited": audited})
+}
+
+// parseAround parses fs from args and returns the one ID, which may come
+// before the flags, after them, or between them.
+func parseAround(fs *flagSet, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if rest := fs.Args(); len(rest) > 1 && !strings.HasPrefix(rest[1], "-") {
+		return "", usagef("want one catalog ID, got %q", rest)
+	} else if len(rest) > 1 {
+		return parse(fs, append(rest[1:], rest[0]))
+	}
+	return parse(fs, fs.Args())
 }
 
 // names is a repeatable flag of tool names.
