@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -119,5 +120,23 @@ func TestOnChangeValues(t *testing.T) {
 	d.OnChange = catalog.OnChangeQuarantine
 	if _, err := dir.Put(t.Context(), "id", d); !errors.Is(err, catalog.ErrQuarantineUnsupported) {
 		t.Errorf("Dir.Put in quarantine mode: %v, want ErrQuarantineUnsupported", err)
+	}
+}
+
+// TestQuarantineFullStoresNothing: a discovery that would quarantine more
+// than MaxQuarantineBytes fails and leaves the last version current.
+func TestQuarantineFullStoresNothing(t *testing.T) {
+	t.Parallel()
+	s, _, _, _ := newCounted(t)
+	first := catalogtest.MustPut(t, s, "id", quarantined(catalogtest.Listing(1, "a"), 0, catalog.OnChangeQuarantine))
+	l := catalogtest.Listing(1, "a")
+	for i := range 600 { // 600 × (100-byte name + "new tool" + 96) > 64 KiB
+		l.Tools = append(l.Tools, catalogtest.Tool(fmt.Sprintf("%0100d", i), "a"))
+	}
+	if _, err := s.Put(t.Context(), "id", quarantined(l, 1, "")); !errors.Is(err, catalog.ErrQuarantineFull) {
+		t.Fatalf("Put of 600 new tools: %v, want ErrQuarantineFull", err)
+	}
+	if c := catalogtest.MustGet(t, s, "id"); c.Version != first.Version || len(c.Tools) != 1 {
+		t.Errorf("after the refused Put: version %s with %d tools, want %s with 1", c.Version, len(c.Tools), first.Version)
 	}
 }
