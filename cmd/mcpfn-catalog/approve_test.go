@@ -54,6 +54,16 @@ func TestApproveCommand(t *testing.T) {
 		t.Errorf("tools = %v, stderr %q; want tool-2 and fresh left out, and said", names, stderr)
 	}
 
+	var got struct {
+		OnChange    string `json:"on_change"`
+		Quarantined []catalog.Quarantined
+		Tools       []struct{ Name string }
+	}
+	decode(t, mustRun(t, append(append([]string{"get"}, store...), "main")...), &got)
+	if got.OnChange != "quarantine" || len(got.Quarantined) != 2 || len(got.Tools) != 6 {
+		t.Errorf("get: on_change %q, quarantined %v, %d tools; want quarantine, 2 of 6", got.OnChange, got.Quarantined, len(got.Tools))
+	}
+
 	var res struct {
 		Approved []catalog.Quarantined
 		Audited  int
