@@ -14,18 +14,22 @@ import (
 // stored field under mcp.Tool's snake_case names. DiscoveredAt and
 // CheckedAt are absent when only a failure is recorded. The server's
 // origin is the only part of its URL printed (the head keeps it sealed).
+// OnChange and Quarantined (tools included in Tools) are absent when none
+// is recorded.
 type catalogJSON struct {
-	ID              string        `json:"id"`
-	Version         string        `json:"version"`
-	ProtocolVersion string        `json:"protocol_version"`
-	Server          serverJSON    `json:"server"`
-	ContentHash     string        `json:"content_hash"`
-	DiscoveredAt    string        `json:"discovered_at,omitempty"`
-	CheckedAt       string        `json:"checked_at,omitempty"`
-	ToolCount       int           `json:"tool_count"`
-	Refused         []mcp.Refusal `json:"refused"`
-	LastFailure     *failureJSON  `json:"last_failure,omitempty"`
-	Tools           []mcp.Tool    `json:"tools"`
+	ID              string                `json:"id"`
+	Version         string                `json:"version"`
+	ProtocolVersion string                `json:"protocol_version"`
+	Server          serverJSON            `json:"server"`
+	ContentHash     string                `json:"content_hash"`
+	DiscoveredAt    string                `json:"discovered_at,omitempty"`
+	CheckedAt       string                `json:"checked_at,omitempty"`
+	ToolCount       int                   `json:"tool_count"`
+	Refused         []mcp.Refusal         `json:"refused"`
+	LastFailure     *failureJSON          `json:"last_failure,omitempty"`
+	OnChange        string                `json:"on_change,omitempty"`
+	Quarantined     []catalog.Quarantined `json:"quarantined,omitempty"`
+	Tools           []mcp.Tool            `json:"tools"`
 }
 
 type serverJSON struct {
@@ -56,6 +60,7 @@ func catalogOutput(c *catalog.Catalog) catalogJSON {
 		ContentHash:  c.ContentHash,
 		DiscoveredAt: timestamp(c.DiscoveredAt), CheckedAt: timestamp(c.CheckedAt),
 		ToolCount: len(c.Tools), Refused: c.Refused, Tools: c.Tools,
+		OnChange: c.OnChange, Quarantined: c.Quarantined,
 	}
 	if out.Refused == nil {
 		out.Refused = []mcp.Refusal{}

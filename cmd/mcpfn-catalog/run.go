@@ -36,13 +36,16 @@ const usage = `Usage:
   mcpfn-catalog changes [store flags] ID
   mcpfn-catalog policy  set [store flags] --file FILE ID | get [store flags] ID | delete [store flags] ID
   mcpfn-catalog audit   [store flags] [--audit-table NAME] [--verify] ID
+  mcpfn-catalog approve [store flags] ID (--tool NAME... | --all) [--by WHO] [--audit-table NAME]
   mcpfn-catalog COMMAND -h
 
 Prints stored tool catalogs as JSON: every catalog's head and schedule (list,
 a table only), one catalog (get), its tools for the Anthropic Messages API
 (tools), or what its current version changed (changes); sets, prints or
 deletes a catalog's policy document (policy, a table only); prints its
-audit trail or checks its chain (audit, the audit table).
+audit trail or checks its chain (audit, the audit table); approves
+quarantined tools (approve, a table only). tools leaves quarantined tools
+out and says on stderr how many.
 
 Store flags: --table NAME [--endpoint URL] | --dir PATH, and --timeout
 DURATION (default 5s). Without --table or --dir: ` + startup.EnvCatalogTable + `, then
@@ -107,7 +110,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // MCPFN_CATALOG_DIR.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "mcpfn-catalog: want a command: list, get, tools, changes, policy or audit (mcpfn-catalog -h)")
+		fmt.Fprintln(stderr, "mcpfn-catalog: want a command: list, get, tools, changes, policy, audit or approve (mcpfn-catalog -h)")
 		return exitUsage
 	}
 	var err error
@@ -117,7 +120,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "get":
 		err = runGet(ctx, rest, stdout, getenv)
 	case "tools":
-		err = runTools(ctx, rest, stdout, getenv)
+		err = runTools(ctx, rest, stdout, stderr, getenv)
+	case "approve":
+		err = runApprove(ctx, rest, stdout, stderr, getenv)
 	case "changes":
 		err = runChanges(ctx, rest, stdout, getenv)
 	case "policy":
@@ -168,7 +173,7 @@ func runChanges(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	return writeJSON(stdout, c.Changes)
 }
 
-func runTools(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+func runTools(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("tools", stdout)
 	var sf storeFlags
 	sf.register(fs.FlagSet)
@@ -188,7 +193,11 @@ func runTools(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	if err != nil {
 		return err
 	}
-	return writeJSON(stdout, anthropicTools(f.apply(c.Tools)))
+	tools, left := callable(c)
+	if left > 0 {
+		fmt.Fprintf(stderr, "mcpfn-catalog: tools: left out %d quarantined tools (mcpfn-catalog approve)\n", left)
+	}
+	return writeJSON(stdout, anthropicTools(f.apply(tools)))
 }
 
 // flagSet is a command's flags. The flag package prints nothing: -h
@@ -226,6 +235,7 @@ var commandUsage = map[string]string{
 	"policy get":    "mcpfn-catalog policy get [store flags] ID",
 	"policy delete": "mcpfn-catalog policy delete [store flags] ID",
 	"audit":         "mcpfn-catalog audit [store flags] [--audit-table NAME] [--verify] ID",
+	"approve":       "mcpfn-catalog approve [store flags] ID (--tool NAME... | --all) [--by WHO] [--audit-table NAME]",
 }
 
 // parseFlags parses fs from args. A flag error is a usage error;

@@ -232,6 +232,9 @@ func (h *Handler) member(ctx context.Context, it *runner.Item, req Request) (pri
 		h.rediscover(ctx, it, req, staleNotInCatalog)
 		return primer{}, wire.Errorf(wire.InvalidRequest, nil, "tool %q is not in catalog %q (version %s)", req.ToolName, req.CatalogID, m.Version)
 	}
+	if err := refuseQuarantined(req, m); err != nil {
+		return primer{}, err
+	}
 	it.Annotate(slog.String("catalog_version", m.Version))
 	annotateHints(it, m.Annotations)
 	name := req.ToolName

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/credentials"
 	"github.com/mcpfn/mcpfn/shared/guard"
 	"github.com/mcpfn/mcpfn/shared/mcp"
+	"github.com/mcpfn/mcpfn/shared/policy"
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/schedule"
 	"github.com/mcpfn/mcpfn/shared/schema"
@@ -33,6 +33,7 @@ type Request struct {
 	VaultIDs               []string `json:"vault_ids,omitempty"`
 	RefreshIntervalSeconds *int64   `json:"refresh_interval_seconds,omitempty"`
 	TaskToken              string   `json:"task_token,omitempty"`
+	OnChange               string   `json:"on_change,omitempty"`
 }
 
 // Bounds of refresh_interval_seconds, but 0 (off the schedule).
@@ -56,19 +57,20 @@ type SweepResult struct {
 // maxRefusedBytes of entries; RefusedOmitted counts the rest, which the
 // catalog holds.
 type Result struct {
-	CatalogID       string           `json:"catalog_id"`
-	Version         string           `json:"version"`
-	Unchanged       bool             `json:"unchanged"`
-	Superseded      bool             `json:"superseded,omitempty"`
-	ToolCount       int              `json:"tool_count"`
-	Refused         []mcp.Refusal    `json:"refused"`
-	RefusedOmitted  int              `json:"refused_omitted,omitempty"`
-	Changes         *catalog.Changes `json:"changes,omitempty"`
-	ProtocolVersion string           `json:"protocol_version"`
-	Server          Server           `json:"server"`
-	Requests        int              `json:"requests"`
-	ResponseBytes   int64            `json:"response_bytes"`
-	DurationMS      int64            `json:"duration_ms"`
+	CatalogID       string                `json:"catalog_id"`
+	Version         string                `json:"version"`
+	Unchanged       bool                  `json:"unchanged"`
+	Superseded      bool                  `json:"superseded,omitempty"`
+	ToolCount       int                   `json:"tool_count"`
+	Refused         []mcp.Refusal         `json:"refused"`
+	RefusedOmitted  int                   `json:"refused_omitted,omitempty"`
+	Changes         *catalog.Changes      `json:"changes,omitempty"`
+	Quarantined     []catalog.Quarantined `json:"quarantined,omitempty"`
+	ProtocolVersion string                `json:"protocol_version"`
+	Server          Server                `json:"server"`
+	Requests        int                   `json:"requests"`
+	ResponseBytes   int64                 `json:"response_bytes"`
+	DurationMS      int64                 `json:"duration_ms"`
 }
 
 // Server is the MCP server's reported implementation.
@@ -118,7 +120,7 @@ var _ Schedule = (*schedule.Table)(nil)
 // startup.EnvDiscoverQueueURL) refuses sweeps; Metrics receives the
 // sweep's EMF lines (nil: none). Schemas holds schema verdicts across
 // items (nil: one cache of schema.DefaultCacheSize shared by every Handler
-// in the process).
+// in the process). Auditor nil audits no quarantine.
 type Handler struct {
 	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
@@ -131,6 +133,7 @@ type Handler struct {
 	Logger      *slog.Logger
 	Now         func() time.Time
 	Schemas     *schema.Cache
+	Auditor     Auditor
 }
 
 // sharedSchemas is the verdict cache of Handlers with no Schemas.
@@ -211,12 +214,11 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		ServerDiscovery: stats.Discovery,
 		StartedAt:       start,
 		Schedule:        &catalog.Schedule{ServerURL: serverURL, VaultIDs: req.VaultIDs, Interval: req.interval()},
+		OnChange:        req.OnChange,
+		Define:          policy.Parts,
 	})
-	switch {
-	case errors.Is(err, catalog.ErrInvalidID):
-		return nil, wire.Errorf(wire.InvalidRequest, err, "catalog_id")
-	case err != nil:
-		return nil, wire.Errorf(wire.Internal, err, "the catalog store failed")
+	if err != nil {
+		return nil, putError(err)
 	}
 	res := &Result{
 		CatalogID:       req.CatalogID,
@@ -225,6 +227,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		Superseded:      put.Superseded,
 		ToolCount:       put.ToolCount,
 		Changes:         put.Changes,
+		Quarantined:     put.Quarantined,
 		ProtocolVersion: stats.ProtocolVersion,
 		Server:          Server{Name: stats.ServerName, Version: stats.ServerVersion},
 		Requests:        stats.Requests,
@@ -238,6 +241,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		slog.Int("tool_count", put.ToolCount),
 		slog.Int("refused", len(put.Refused)),
 	)
+	h.auditQuarantine(ctx, it, req.CatalogID, put)
 	if put.Superseded {
 		it.Annotate(slog.Bool("superseded", true))
 	}
@@ -439,5 +443,5 @@ func (r Request) validate() error {
 			return wire.Errorf(wire.InvalidRequest, err, "vault_ids")
 		}
 	}
-	return nil
+	return validOnChange(r.OnChange)
 }

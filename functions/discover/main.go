@@ -47,6 +47,9 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 	if sender != nil {
 		h.Queue = sender
 	}
+	if a := st.OpenAudit(); a != nil {
+		h.Auditor = a
+	}
 	return runner.NewRunner(st.RunnerConfig(), h)
 }
 

@@ -30,7 +30,9 @@ const MaxIDBytes = 1024
 // Discovery is one successful listing of a server, as handed to Put.
 // StartedAt orders discoveries of the same id: a later start wins. A zero
 // StartedAt means the store's current time. Schedule, when set, is
-// recorded with it (see Schedule). ServerDiscovery is the
+// recorded with it (see Schedule). OnChange, when set, is recorded as
+// the catalog's mode (OnChangeAccept, OnChangeQuarantine); "" keeps the
+// recorded one. Define is needed in quarantine mode. ServerDiscovery is the
 // connection's mcp.Stats.Discovery, kept for priming calls; one that is
 // not JSON or exceeds mcp.MaxDiscoveryBytes is not kept.
 type Discovery struct {
@@ -41,6 +43,8 @@ type Discovery struct {
 	ServerDiscovery string
 	StartedAt       time.Time
 	Schedule        *Schedule
+	OnChange        string
+	Define          Definer
 }
 
 // PutResult is the outcome of Put.
@@ -61,6 +65,9 @@ type PutResult struct {
 	ToolCount  int
 	Refused    []mcp.Refusal
 	Changes    *Changes
+	// Quarantined lists the current version's quarantined tools, sorted
+	// by name; nil unless the catalog is in quarantine mode.
+	Quarantined []Quarantined
 }
 
 // MaxChangeBytes bounds the names a Changes lists: each name counts its
@@ -91,6 +98,8 @@ type Changes struct {
 // the URL itself is sealed, see Dynamo.ServerURL), VaultIDs,
 // RefreshInterval and NextDue are the recorded schedule (see Schedule):
 // empty when none is recorded, NextDue zero when off the schedule.
+// OnChange is the recorded mode ("" before one was), Quarantined the
+// tools stored but not callable until approved, sorted by name.
 type Catalog struct {
 	ID              string
 	Version         string
@@ -110,6 +119,8 @@ type Catalog struct {
 	VaultIDs        []string
 	RefreshInterval time.Duration
 	NextDue         time.Time
+	OnChange        string
+	Quarantined     []Quarantined
 }
 
 // Failure is a discovery that failed: its wire error type, message and time.
@@ -126,14 +137,17 @@ type Failure struct {
 // found tool's four hints (read-only, destructive, idempotent, open-world)
 // and no other keys; nil when it sets none. Version, ProtocolVersion and
 // ServerDiscovery are those of the latest discovery (empty when only a
-// failure is recorded).
+// failure is recorded). Quarantined: the found tool is quarantined, for
+// QuarantineReason ("new tool", or the parts that changed).
 type Membership struct {
-	Found           bool
-	Name            string
-	Annotations     *mcp.Annotations
-	Version         string
-	ProtocolVersion string
-	ServerDiscovery string
+	Found            bool
+	Quarantined      bool
+	QuarantineReason string
+	Name             string
+	Annotations      *mcp.Annotations
+	Version          string
+	ProtocolVersion  string
+	ServerDiscovery  string
 }
 
 // Store is what both implementations offer; consumers declare the subset

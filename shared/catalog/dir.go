@@ -117,10 +117,17 @@ type dirFailure struct {
 	At        time.Time `json:"at"`
 }
 
-// Put records d as the catalog of id, with Dynamo's outcomes.
+// Put records d as the catalog of id, with Dynamo's outcomes; it refuses
+// OnChangeQuarantine (ErrQuarantineUnsupported).
 func (s *Dir) Put(ctx context.Context, id string, d Discovery) (PutResult, error) {
 	if err := ValidateID(id); err != nil {
 		return PutResult{}, err
+	}
+	if err := ValidateOnChange(d.OnChange); err != nil {
+		return PutResult{}, err
+	}
+	if d.OnChange == OnChangeQuarantine {
+		return PutResult{}, fmt.Errorf("%w: the directory store keeps no approvals; use the DynamoDB store", ErrQuarantineUnsupported)
 	}
 	if d.StartedAt.IsZero() {
 		d.StartedAt = s.now()

@@ -63,6 +63,8 @@ const (
 	attrManifestChunks = "manifest_chunks"
 	attrNameHints      = "name_hints"
 	attrRetiring       = "retiring"
+	attrOnChange       = "on_change"
+	attrQuarantine     = "quarantine"
 )
 
 // Defaults of a Dynamo store.

@@ -39,6 +39,8 @@ type head struct {
 	manifestChunks  int                  // the version's manifest items
 	nameHints       []byte               // hintsByte per nameIndex entry; nil before hints
 	retiring        string               // the version the last flip replaced
+	onChange        string               // "" : accept
+	quarantine      map[string]quarantineItem
 	failure         *Failure
 	sched           HeadSchedule
 }
@@ -70,6 +72,8 @@ type headItem struct {
 	ManifestChunks int          `dynamodbav:"manifest_chunks"`
 	NameHints      []byte       `dynamodbav:"name_hints"`
 	Retiring       string       `dynamodbav:"retiring"`
+	OnChange       string       `dynamodbav:"on_change"`
+	Quarantine     rawAttr      `dynamodbav:"quarantine"`
 	Failure        *failureItem `dynamodbav:"last_failure"`
 }
 
@@ -97,6 +101,10 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 	if err != nil {
 		return head{}, fmt.Errorf("catalog: head of %q: %w", id, err)
 	}
+	q, err := decodeQuarantine(it.Quarantine.v)
+	if err != nil {
+		return head{}, fmt.Errorf("catalog: head of %q: %w", id, err)
+	}
 	h := head{
 		exists:          true,
 		version:         it.Version,
@@ -120,6 +128,8 @@ func (s *Dynamo) head(ctx context.Context, id string) (head, error) {
 		manifestChunks:  it.ManifestChunks,
 		nameHints:       it.NameHints,
 		retiring:        it.Retiring,
+		onChange:        it.OnChange,
+		quarantine:      q,
 		sched:           sc,
 		failure:         it.failure(),
 	}
@@ -160,6 +170,8 @@ func (h *head) catalog(id string) *Catalog {
 		VaultIDs:        h.sched.VaultIDs,
 		RefreshInterval: h.sched.Recorded(),
 		NextDue:         h.sched.Due(),
+		OnChange:        h.onChange,
+		Quarantined:     quarantineList(h.quarantine),
 	}
 }
 

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -22,6 +23,8 @@ type plan struct {
 	write   []int     // entries of p whose items this Put writes
 	changes *Changes
 	kept    bool // m references items of other versions
+	// quarantine is the new version's, over base (quarantineOf).
+	quarantine map[string]quarantineItem
 }
 
 // writing is what one Put has written so far, across plans.
@@ -64,7 +67,11 @@ func (s *Dynamo) plan(ctx context.Context, id string, h head, p prepared, w *wri
 		return nil, false, nil // an item is gone: the version is being deleted
 	}
 	pl.changes = boundChanges(d.added, removed, d.changed)
-	return pl, true, nil
+	pl.quarantine, err = s.quarantineOf(ctx, id, h, p, pl, d)
+	if errors.Is(err, errVersionGone) {
+		return nil, false, nil
+	}
+	return pl, err == nil, err
 }
 
 // planBase starts a plan over h's version: its manifest, read and checked
@@ -95,6 +102,8 @@ func (s *Dynamo) planBase(ctx context.Context, id string, h head, p prepared, no
 type baseDiff struct {
 	added, changed []string
 	gone           []ref
+	addedAt        []int    // entries of p that base lacks
+	changedAt      [][2]int // entries of p and base whose fields differ
 }
 
 // build fills pl's manifest with p's tools: a tool whose fields and model
@@ -126,9 +135,11 @@ func (pl *plan) build(p prepared, w *writing, canKeep bool) (d baseDiff) {
 			matched[j] = true
 			if bm.tools[j].fields != me.fields {
 				d.changed = append(d.changed, e.tool.Name)
+				d.changedAt = append(d.changedAt, [2]int{i, j})
 			}
 		case bm != nil:
 			d.added = append(d.added, e.tool.Name)
+			d.addedAt = append(d.addedAt, i)
 		}
 		switch {
 		case w.written[i]:

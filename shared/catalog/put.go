@@ -43,6 +43,9 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 			}
 			if ok {
 				res.Version, res.Unchanged = h.version, true
+				if onChange(h, d) == OnChangeQuarantine {
+					res.Quarantined = quarantineList(h.quarantine)
+				}
 				return res, nil
 			}
 		default:
@@ -65,7 +68,7 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 			}
 			if ok {
 				s.retire(ctx, id, pl)
-				res.Version, res.Changes = p.key, pl.changes
+				res.Version, res.Changes, res.Quarantined = p.key, pl.changes, quarantineList(pl.quarantine)
 				return res, nil
 			}
 		}
@@ -74,7 +77,7 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 		}
 		if w.chunks > 0 && h.version == p.key { // our flip landed; its answer was lost
 			s.retire(ctx, id, pl)
-			res.Version, res.Changes = p.key, pl.changes
+			res.Version, res.Changes, res.Quarantined = p.key, pl.changes, quarantineList(pl.quarantine)
 			return res, nil
 		}
 	}
@@ -85,6 +88,9 @@ func (s *Dynamo) Put(ctx context.Context, id string, d Discovery) (PutResult, er
 // server URL sealed, model names assigned.
 func (s *Dynamo) start(ctx context.Context, id string, d Discovery, now time.Time) (prepared, head, error) {
 	if err := ValidateID(id); err != nil {
+		return prepared{}, head{}, err
+	}
+	if err := ValidateOnChange(d.OnChange); err != nil {
 		return prepared{}, head{}, err
 	}
 	if d.StartedAt.IsZero() {
@@ -182,6 +188,12 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 		}
 		u = u.Set(name(attrToolsExpire), num(expires))
 	}
+	if p.d.OnChange != "" {
+		u = u.Set(name(attrOnChange), str(p.d.OnChange))
+	}
+	if onChange(h, p.d) != OnChangeQuarantine {
+		u = u.Remove(name(attrQuarantine))
+	}
 	u = schedule(discovery(u, p.d), id, p.d.Schedule, p.url, h, p.started)
 	cond := name(attrVersion).Equal(str(h.version)).
 		And(expression.AttributeNotExists(name(attrLatest)).Or(name(attrLatest).LessThanEqual(str(p.key))))
@@ -228,6 +240,12 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *pl
 		u = u.Set(name(attrModelExceptions), bin(exc)).Remove(name(attrModelsInItems))
 	default:
 		u = u.Remove(name(attrModelExceptions)).Remove(name(attrModelsInItems))
+	}
+	if mode := onChange(h, p.d); mode != "" {
+		u = u.Set(name(attrOnChange), str(mode))
+	}
+	if u, err = setQuarantine(u, pl.quarantine); err != nil {
+		return false, err
 	}
 	u = schedule(discovery(u, p.d), id, p.d.Schedule, p.url, h, p.started)
 	cond := expression.AttributeNotExists(name(attrLatest)).Or(name(attrLatest).LessThan(str(p.key)))

@@ -86,6 +86,7 @@ func (s *Dynamo) Lookup(ctx context.Context, id, toolName string) (Membership, e
 			return Membership{}, err
 		}
 		m.Found, m.Name, m.Annotations = found.Found, found.Name, found.Annotations
+		m.Quarantined, m.QuarantineReason = h.quarantined(m, toolName)
 		if sure {
 			return m, nil
 		}
