@@ -42,15 +42,11 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if *auditTable == "" {
 		*auditTable = getenv(startup.EnvAuditTable)
 	}
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return err
-	}
 	if s.api == nil {
 		return usagef("approvals are kept in the catalog table: give --table (or set %s)", startup.EnvCatalogTable)
 	}

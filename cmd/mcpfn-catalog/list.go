@@ -75,15 +75,11 @@ func runList(ctx context.Context, args []string, stdout io.Writer, getenv func(s
 	if fs.NArg() > 0 {
 		return usagef("list takes no arguments, got %q", fs.Args())
 	}
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return err
-	}
 	if s.api == nil {
 		return usagef("list reads a DynamoDB table (--table or %s); the directory store has no listing", "MCPFN_CATALOG_TABLE")
 	}
@@ -112,15 +108,11 @@ func runGet(ctx context.Context, args []string, stdout io.Writer, getenv func(st
 	if err := catalog.ValidateID(id); err != nil {
 		return err
 	}
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return err
-	}
 	c, err := s.read(ctx, id)
 	if err != nil {
 		return err

@@ -47,15 +47,11 @@ func runPolicy(ctx context.Context, args []string, stdout io.Writer, stdin io.Re
 			return err
 		}
 	}
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return err
-	}
 	if s.api == nil {
 		return usagef("policies are kept in the catalog table: give --table (or set %s)", startup.EnvCatalogTable)
 	}
@@ -131,15 +127,11 @@ func runAudit(ctx context.Context, args []string, stdout io.Writer, getenv func(
 		return usagef("no audit table: give --audit-table (or set %s)", startup.EnvAuditTable)
 	}
 	sf.table, sf.dir = *table, ""
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return err
-	}
 	as := audit.New(s.api, *table)
 	if !*verify {
 		entries, err := as.List(ctx, id)

@@ -32,15 +32,11 @@ func read(ctx context.Context, sf storeFlags, getenv func(string) string, id str
 	if err := catalog.ValidateID(id); err != nil {
 		return nil, err
 	}
-	ctx, cancel, err := bounded(ctx, sf)
+	ctx, s, cancel, err := openBounded(ctx, sf, getenv)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	s, err := open(ctx, sf, getenv)
-	if err != nil {
-		return nil, err
-	}
 	return s.read(ctx, id)
 }
 
@@ -56,6 +52,21 @@ func (s *store) read(ctx context.Context, id string) (*catalog.Catalog, error) {
 		return nil, s.fail(ctx, err)
 	}
 	return c, nil
+}
+
+// openBounded opens the store sf names within sf.timeout: the context it
+// returns ends then, and cancel releases it.
+func openBounded(ctx context.Context, sf storeFlags, getenv func(string) string) (context.Context, *store, context.CancelFunc, error) {
+	ctx, cancel, err := bounded(ctx, sf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := open(ctx, sf, getenv)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, s, cancel, nil
 }
 
 // bounded is ctx ended after sf.timeout.
