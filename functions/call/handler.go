@@ -110,11 +110,12 @@ func (h *Handler) Process(ctx context.Context, it *runner.Item) (any, error) {
 		it.Annotate(slog.String("catalog_id", req.CatalogID))
 	}
 
+	doc := h.readPolicy(ctx, req)
 	prime, err := h.member(ctx, it, req)
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.verdict(ctx, it, req, prime)
+	v, err := h.verdict(ctx, it, req, prime, doc)
 	if err != nil {
 		return nil, err
 	}

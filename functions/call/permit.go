@@ -61,14 +61,42 @@ func (a *Approval) validate() error {
 // allowed is the verdict without a policy.
 var allowed = policy.Verdict{Decision: policy.Allow, Rule: -1, By: "no policy"}
 
-// verdict is the catalog's policy on req: allow without a catalog, without
-// Policies, or when the catalog has no policy. A policy that cannot be
-// read fails the item (retryable); one that no longer compiles denies.
-func (h *Handler) verdict(ctx context.Context, it *runner.Item, req Request, p primer) (policy.Verdict, error) {
+// policyDoc is a catalog's policy document being read: wait returns it.
+type policyDoc struct {
+	done chan struct{}
+	doc  []byte
+	err  error
+}
+
+// readPolicy starts reading req's catalog policy, so that the read runs
+// beside the catalog lookup instead of after it; nil without a catalog or
+// without Policies.
+func (h *Handler) readPolicy(ctx context.Context, req Request) *policyDoc {
 	if req.CatalogID == "" || h.Policies == nil {
+		return nil
+	}
+	d := &policyDoc{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.doc, d.err = h.Policies.Get(ctx, req.CatalogID)
+	}()
+	return d
+}
+
+func (d *policyDoc) wait() ([]byte, error) {
+	<-d.done
+	return d.doc, d.err
+}
+
+// verdict is the catalog's policy on req, read by readPolicy (d): allow
+// without a catalog, without Policies, or when the catalog has no policy.
+// A policy that cannot be read fails the item (retryable); one that no
+// longer compiles denies.
+func (h *Handler) verdict(ctx context.Context, it *runner.Item, req Request, p primer, d *policyDoc) (policy.Verdict, error) {
+	if d == nil {
 		return allowed, nil
 	}
-	doc, err := h.Policies.Get(ctx, req.CatalogID)
+	doc, err := d.wait()
 	if err != nil {
 		return policy.Verdict{}, wire.Errorf(wire.Internal, err, "the catalog's policy could not be read")
 	}

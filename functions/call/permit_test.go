@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpfn/mcpfn/shared/audit"
+	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/mcp"
 	"github.com/mcpfn/mcpfn/shared/policy"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
@@ -214,5 +216,44 @@ func TestAuditFailureFailsTheItem(t *testing.T) {
 	got := e.direct(t, request(map[string]any{"catalog_id": "example", "tool_name": "current_time", "tool_use_id": "toolu_a"}))
 	if got.Error == nil || got.Error.Type != "internal_error" || calls(e) != 0 {
 		t.Errorf("%+v, %d calls; want internal_error and no call", got.Error, calls(e))
+	}
+}
+
+// signalPolicies closes started when its Get begins.
+type signalPolicies struct {
+	fakePolicies
+	started chan struct{}
+}
+
+func (p signalPolicies) Get(ctx context.Context, id string) ([]byte, error) {
+	close(p.started)
+	return p.fakePolicies.Get(ctx, id)
+}
+
+// lookupAfter is a catalog whose Lookup answers only once the policy read
+// has begun (or fails after a generous wait).
+type lookupAfter struct {
+	Catalog
+	started chan struct{}
+}
+
+func (c lookupAfter) Lookup(ctx context.Context, id, tool string) (catalog.Membership, error) {
+	select {
+	case <-c.started:
+		return c.Catalog.Lookup(ctx, id, tool)
+	case <-time.After(10 * time.Second):
+		return catalog.Membership{}, errors.New("the policy was not read beside the lookup")
+	}
+}
+
+// TestPolicyReadBesideLookup: the policy read does not wait for the
+// catalog lookup (one round trip of latency, not two).
+func TestPolicyReadBesideLookup(t *testing.T) {
+	e, _ := policyEnv(t, transferPolicy)
+	started := make(chan struct{})
+	e.handler.Policies = signalPolicies{fakePolicies{transferPolicy}, started}
+	e.handler.Catalog = lookupAfter{e.catalog, started}
+	if got := e.direct(t, request(map[string]any{"catalog_id": "example", "tool_name": "word_stats"})); got.Error == nil || got.Error.Type != "mcp_tool_not_permitted_error" {
+		t.Errorf("%+v, want the deny: the lookup waited for the policy read", got.Error)
 	}
 }
