@@ -63,15 +63,17 @@ func (d *driftServer) put(name, description, schema string) {
 func TestDriftQuarantine(t *testing.T) {
 	srv := startDriftServer(t, 1000)
 	moto := awstest.SharedMoto(t)
-	_, auditTable := awstest.NewTable(t, moto, "audit", audit.CreateTable)
-	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.url)}, env: []string{"MCPFN_AUDIT_TABLE=" + auditTable}})
+	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.url)}})
+	auditTable := s.auditTable
 	cli := filepath.Join(t.TempDir(), "mcpfn-catalog")
 	if err := localstack.Build(t.Context(), "github.com/mcpfn/mcpfn/cmd/mcpfn-catalog", cli); err != nil {
 		t.Fatal(err)
 	}
 	catalogCmd := func(args ...string) (string, string) {
 		t.Helper()
-		c := exec.CommandContext(t.Context(), cli, append([]string{args[0], "--table", s.catalogTable, "--endpoint", moto.Endpoint()}, args[1:]...)...)
+		// A generous --timeout: 1,000 tools from moto beside a second CI run
+		// took over the default 5 s.
+		c := exec.CommandContext(t.Context(), cli, append([]string{args[0], "--table", s.catalogTable, "--endpoint", moto.Endpoint(), "--timeout", "2m"}, args[1:]...)...)
 		c.Env = append(moto.Environ(), "MCPFN_AUDIT_TABLE="+auditTable)
 		var stderr strings.Builder
 		c.Stderr = &stderr
