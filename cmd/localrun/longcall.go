@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpfn/mcpfn/internal/localstack"
-	"github.com/mcpfn/mcpfn/shared/mcp/mcptest"
+	"github.com/mcpfn/mcpfn/internal/mcpfixture"
 )
 
 // longCallNode is e2e's pinned Node (make e2e-deps), which runs
@@ -43,7 +43,7 @@ func showLongCall(ctx context.Context, o options, cfg stackConfig, st *stack, ro
 		p.f("  skipped: Node and aws-local-stepfunctions are not installed (make e2e-deps)\n")
 		return nil
 	}
-	h, counters := mcptest.NewHandler(mcptest.Options{Stateless: true, Tasks: &mcptest.Tasks{Polls: 2, PollIntervalMs: 1000}})
+	h, counters := mcpfixture.NewHandler(mcpfixture.Options{Stateless: true, Tasks: &mcpfixture.Tasks{Polls: 2, PollIntervalMs: 1000}})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	taskURL, stopTasks, err := serveLocal(mux)
@@ -70,7 +70,7 @@ func showLongCall(ctx context.Context, o options, cfg stackConfig, st *stack, ro
 	}
 	defer f.Stop()
 	p.f("  task server %s (2026-07-28, Tasks extension); call function under aws-lambda-rie pid %d, in-memory ledger, polling floor 1 s\n", taskURL, f.PID())
-	for _, tool := range []string{mcptest.ToolTaskSleep, mcptest.ToolTaskAsk} {
+	for _, tool := range []string{mcpfixture.ToolTaskSleep, mcpfixture.ToolTaskAsk} {
 		start := time.Now()
 		ex, err := localstack.RunMachine(ctx, localstack.MachineRun{
 			Node: node, Script: filepath.Join(root, longCallScript), Definition: filepath.Join(root, longCallDefinition),

@@ -1,4 +1,4 @@
-package mcptest
+package mcpfixture
 
 import (
 	"bytes"
