@@ -45,6 +45,9 @@ type Invocation struct {
 	Event     []byte
 	// Check inspects a successful answer; nil accepts any.
 	Check func(answer []byte) error
+	// Cgroup, when set, holds the RIE and the bootstrap to its CPU share
+	// from the RIE's exec (CPUCgroup.Command).
+	Cgroup *CPUCgroup
 }
 
 // ColdStart runs inv under a fresh aws-lambda-rie process (rie) and returns
@@ -57,7 +60,11 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 	}
 	emu := "127.0.0.1:" + strconv.Itoa(ports[0])
 	api := "127.0.0.1:" + strconv.Itoa(ports[1])
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", emu, "--runtime-api-address", api, inv.Bootstrap)
+	args := []string{"--runtime-interface-emulator-address", emu, "--runtime-api-address", api, inv.Bootstrap}
+	cmd := exec.Command(rie, args...)
+	if inv.Cgroup != nil {
+		cmd = inv.Cgroup.Command(context.Background(), rie, args...)
+	}
 	cmd.Dir = filepath.Dir(inv.Bootstrap)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),

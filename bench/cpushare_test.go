@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/schema"
@@ -39,4 +42,33 @@ func TestProcessCPU(t *testing.T) {
 	if err != nil || after <= before || x == 0 {
 		t.Errorf("ProcessCPU = %s then %s (%v), want it to grow with a busy loop", before, after, err)
 	}
+}
+
+func TestCommandRunsInTheGroup(t *testing.T) {
+	name := fmt.Sprintf("mcpfn-bench-test-%d", os.Getpid())
+	cg, err := NewCPUCgroup(name, 0.5)
+	if err != nil {
+		t.Skipf("no cgroup to test with: %v", err)
+	}
+	defer func() {
+		if err := cg.Remove(); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	}()
+	out, err := cg.Command(t.Context(), "cat", "/proc/self/cgroup").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cgroup v1 lines are ID:CONTROLLERS:PATH; the cpu controller's path
+	// is the group's.
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "cpu") {
+			if f[2] != "/"+name {
+				t.Errorf("the command ran in cpu group %q, want /%s", f[2], name)
+			}
+			return
+		}
+	}
+	t.Errorf("no cpu controller line in /proc/self/cgroup:\n%s", out)
 }
