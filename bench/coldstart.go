@@ -63,7 +63,7 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 	args := []string{"--runtime-interface-emulator-address", emu, "--runtime-api-address", api, inv.Bootstrap}
 	cmd := exec.Command(rie, args...)
 	if inv.Cgroup != nil {
-		cmd = inv.Cgroup.Command(context.Background(), rie, args...)
+		cmd = inv.Cgroup.CommandGated(rie, args...)
 	}
 	cmd.Dir = filepath.Dir(inv.Bootstrap)
 	cmd.Env = append([]string{
@@ -81,14 +81,16 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 
 	url := "http://" + emu + "/2015-03-31/functions/function/invocations"
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+	}()
+	start, err := startTimed(cmd, inv.Cgroup != nil)
+	if err != nil {
 		return 0, 0, fmt.Errorf("bench: start %s: %w", rie, err)
 	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	}()
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -113,6 +115,21 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 	}
 	warm = time.Since(start)
 	return cold, warm, checkAnswer(inv, answer)
+}
+
+// startTimed starts cmd and returns the time of the exec to measure from:
+// for a gated command (CPUCgroup.CommandGated), its release.
+func startTimed(cmd *exec.Cmd, gated bool) (time.Time, error) {
+	if !gated {
+		start := time.Now()
+		return start, cmd.Start()
+	}
+	release, err := StartGated(cmd)
+	if err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	return start, release()
 }
 
 func invoke(ctx context.Context, hc *http.Client, url string, event []byte) ([]byte, error) {

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,6 +60,47 @@ func (c *CPUCgroup) Add(pid int) error {
 func (c *CPUCgroup) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	const script = `echo $$ > "$0" && exec "$@"`
 	return exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, filepath.Join(c.dir, "cgroup.procs"), name}, args...)...)
+}
+
+// CommandGated is Command for a caller that times name from its exec: the
+// shell joins the group, writes a byte to file descriptor 3 and waits for
+// a line on its standard input before exec'ing name. Start it with
+// StartGated.
+func (c *CPUCgroup) CommandGated(name string, args ...string) *exec.Cmd {
+	const script = `echo $$ > "$0" && printf x >&3 && exec 3>&- && read -r _ && exec "$@"`
+	return exec.Command("/bin/sh", append([]string{"-c", script, filepath.Join(c.dir, "cgroup.procs"), name}, args...)...)
+}
+
+// StartGated starts cmd, made by CommandGated with no ExtraFiles and no
+// Stdin, and returns once its shell is in the group; release execs the
+// program. Joining a cgroup v1 group takes up to tens of milliseconds (an
+// RCU grace period), which a time measured from exec must not include.
+// After an error the caller still kills and waits for cmd if it started.
+func StartGated(cmd *exec.Cmd) (release func() error, err error) {
+	if len(cmd.ExtraFiles) > 0 || cmd.Stdin != nil {
+		return nil, errors.New("bench: StartGated needs a command without ExtraFiles and Stdin")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w} // descriptor 3
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
+		return nil, fmt.Errorf("bench: the gated shell did not join the cgroup: %w", err)
+	}
+	return func() error {
+		_, err := io.WriteString(stdin, "\n")
+		return err
+	}, nil
 }
 
 // Remove deletes the group; its processes must have ended.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,16 +60,57 @@ func TestCommandRunsInTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// cgroup v1 lines are ID:CONTROLLERS:PATH; the cpu controller's path
-	// is the group's.
-	for _, line := range strings.Split(string(out), "\n") {
+	if got := cpuGroup(string(out)); got != "/"+name {
+		t.Errorf("the command ran in cpu group %q, want /%s", got, name)
+	}
+}
+
+func TestStartGatedJoinsBeforeExec(t *testing.T) {
+	name := fmt.Sprintf("mcpfn-bench-gated-%d", os.Getpid())
+	cg, err := NewCPUCgroup(name, 0.5)
+	if err != nil {
+		t.Skipf("no cgroup to test with: %v", err)
+	}
+	defer func() {
+		if err := cg.Remove(); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	}()
+	cmd := cg.CommandGated("cat", "/proc/self/cgroup")
+	var out strings.Builder
+	cmd.Stdout = &out
+	release, err := StartGated(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+	before, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(comm)); got != "sh" {
+		t.Errorf("before release the process runs %q, want the shell still waiting", got)
+	}
+	if got := cpuGroup(string(before)); got != "/"+name {
+		t.Errorf("before release the shell is in cpu group %q, want /%s", got, name)
+	}
+	if got := cpuGroup(out.String()); got != "/"+name {
+		t.Errorf("the command ran in cpu group %q, want /%s", got, name)
+	}
+}
+
+// cpuGroup is the cpu controller's path in a /proc/PID/cgroup listing
+// (cgroup v1 lines are ID:CONTROLLERS:PATH).
+func cpuGroup(listing string) string {
+	for _, line := range strings.Split(listing, "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "cpu") {
-			if f[2] != "/"+name {
-				t.Errorf("the command ran in cpu group %q, want /%s", f[2], name)
-			}
-			return
+			return f[2]
 		}
 	}
-	t.Errorf("no cpu controller line in /proc/self/cgroup:\n%s", out)
+	return ""
 }

@@ -138,6 +138,17 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 		return result{summary: sum, body: b.String()}, err
 	}
 	b.WriteString(rawListingTable(raws))
+	for _, part := range []func() (string, []summary, error){
+		func() (string, []summary, error) { return cpuShareCalls(ctx, e, db, m, bin) },
+		func() (string, []summary, error) { return cpuShareColdStart(ctx, e) },
+	} {
+		rows, s, err := part()
+		b.WriteString(rows)
+		sum = append(sum, s...)
+		if err != nil {
+			return result{summary: sum, body: b.String()}, err
+		}
+	}
 	return result{summary: sum, body: b.String()}, nil
 }
 
