@@ -106,25 +106,32 @@ func StartGated(cmd *exec.Cmd) (release func() error, err error) {
 // Remove deletes the group; its processes must have ended.
 func (c *CPUCgroup) Remove() error { return os.Remove(c.dir) }
 
-// ProcessCPU returns the CPU time (user + system, every thread) process pid
-// has used, from /proc/PID/stat, in clock ticks of 10 ms.
+// ProcessCPU returns the CPU time process pid has used: the sum of its
+// threads' run time in /proc/PID/task/TID/schedstat, in nanoseconds
+// (/proc/PID/stat counts 10 ms ticks). A thread that has exited drops out
+// of the sum; Go's runtime keeps its threads.
 func ProcessCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(stats) == 0 {
+		return 0, fmt.Errorf("bench: no threads under /proc/%d/task", pid)
 	}
-	// The command is in parentheses and may hold spaces: count from after it.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
+	var sum time.Duration
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			return 0, fmt.Errorf("bench: %s: unexpected format", st)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: %s: unexpected format", st)
+		}
+		sum += time.Duration(ns)
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return sum, nil
 }
 
 // ChildNamed returns the pid of a child of pid whose command is name.

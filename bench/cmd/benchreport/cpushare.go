@@ -93,7 +93,7 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "One SQS event of %d discover records, `MCPFN_BATCH_CONCURRENCY=%d`, sent to the real bootstrap under the RIE "+
 		"(timeout %s, tables in moto), with the RIE and the bootstrap in a cgroup v1 group whose `cpu.cfs_quota_us` holds them to "+
-		"MemorySize ÷ %d of one core. CPU is the bootstrap's user + system time over the delivery (/proc/PID/stat); the first "+
+		"MemorySize ÷ %d of one core. CPU is the run time of the bootstrap's threads over the delivery (/proc/PID/task/*/schedstat, in ns); the first "+
 		"delivery's includes the bootstrap's init. Records a delivery hands back are delivered again, as SQS would, at most twice more. "+
 		"Each listing is %d tools in one JSON page of about 7.6 MB.\n\n",
 		instanceBatch, instanceBatch, cpuShareTimeout, bench.MBPerVCPU, bench.NearLimitTools)
