@@ -95,7 +95,8 @@ func cpuShare(ctx context.Context, e *env) (result, error) {
 		"(timeout %s, tables in moto), with the RIE and the bootstrap in a cgroup v1 group whose `cpu.cfs_quota_us` holds them to "+
 		"MemorySize ÷ %d of one core. CPU is the run time of the bootstrap's threads over the delivery (/proc/PID/task/*/schedstat, in ns); the first "+
 		"delivery's includes the bootstrap's init. Records a delivery hands back are delivered again, as SQS would, at most twice more. "+
-		"Each listing is %d tools in one JSON page of about 7.6 MB.\n\n",
+		"Each listing is %d tools in one JSON page of about 7.6 MB. The machine is shared: wall and CPU times move with its load from "+
+		"run to run (contention also raises CPU time), so the CPU verdicts read ours against the raw SDK's listing measured in the same run.\n\n",
 		instanceBatch, instanceBatch, cpuShareTimeout, bench.MBPerVCPU, bench.NearLimitTools)
 	b.WriteString("| MemorySize | CPU share | case | delivery | records | outcome | wall | CPU | command |\n|---|---|---|---|---|---|---|---|---|\n")
 	var sum []summary
