@@ -56,7 +56,7 @@ func cpuShareCalls(ctx context.Context, e *env, db *dynamodb.Client, m *localsta
 		return "", nil, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nPrimed calls: the stateless fixture (%d tools) discovered once into a catalog table in moto, then %d deliveries per size of "+
+	fmt.Fprintf(&b, "Primed calls: the stateless fixture (%d tools) discovered once into a catalog table in moto, then %d deliveries per size of "+
 		"one SQS event of %d call records (`echo`, `catalog_id` set, so each call takes its protocol version and server/discover answer "+
 		"from the catalog; each its own `tool_use_id`, so each takes a ledger lease and writes its outcome in moto), "+
 		"`MCPFN_BATCH_CONCURRENCY=%d`, to the real call bootstrap under the RIE in the cgroup, then %d deliveries of one record each: "+
