@@ -45,6 +45,9 @@ type Invocation struct {
 	Event     []byte
 	// Check inspects a successful answer; nil accepts any.
 	Check func(answer []byte) error
+	// Cgroup, when set, holds the RIE and the bootstrap to its CPU share
+	// from the RIE's exec (CPUCgroup.Command).
+	Cgroup *CPUCgroup
 }
 
 // ColdStart runs inv under a fresh aws-lambda-rie process (rie) and returns
@@ -57,7 +60,11 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 	}
 	emu := "127.0.0.1:" + strconv.Itoa(ports[0])
 	api := "127.0.0.1:" + strconv.Itoa(ports[1])
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", emu, "--runtime-api-address", api, inv.Bootstrap)
+	args := []string{"--runtime-interface-emulator-address", emu, "--runtime-api-address", api, inv.Bootstrap}
+	cmd := exec.Command(rie, args...)
+	if inv.Cgroup != nil {
+		cmd = inv.Cgroup.CommandGated(rie, args...)
+	}
 	cmd.Dir = filepath.Dir(inv.Bootstrap)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
@@ -74,14 +81,16 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 
 	url := "http://" + emu + "/2015-03-31/functions/function/invocations"
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+	}()
+	start, err := startTimed(cmd, inv.Cgroup != nil)
+	if err != nil {
 		return 0, 0, fmt.Errorf("bench: start %s: %w", rie, err)
 	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	}()
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -106,6 +115,21 @@ func ColdStart(ctx context.Context, rie string, inv Invocation) (cold, warm time
 	}
 	warm = time.Since(start)
 	return cold, warm, checkAnswer(inv, answer)
+}
+
+// startTimed starts cmd and returns the time of the exec to measure from:
+// for a gated command (CPUCgroup.CommandGated), its release.
+func startTimed(cmd *exec.Cmd, gated bool) (time.Time, error) {
+	if !gated {
+		start := time.Now()
+		return start, cmd.Start()
+	}
+	release, err := StartGated(cmd)
+	if err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	return start, release()
 }
 
 func invoke(ctx context.Context, hc *http.Client, url string, event []byte) ([]byte, error) {

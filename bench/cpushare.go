@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,28 +54,84 @@ func (c *CPUCgroup) Add(pid int) error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
 }
 
+// Command runs name with args in the group from its exec: a shell joins
+// the group and execs name, so no instruction of name runs outside the
+// quota. The shell's start-up, about a millisecond, is part of the command.
+func (c *CPUCgroup) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	const script = `echo $$ > "$0" && exec "$@"`
+	return exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, filepath.Join(c.dir, "cgroup.procs"), name}, args...)...)
+}
+
+// CommandGated is Command for a caller that times name from its exec: the
+// shell joins the group, writes a byte to file descriptor 3 and waits for
+// a line on its standard input before exec'ing name. Start it with
+// StartGated.
+func (c *CPUCgroup) CommandGated(name string, args ...string) *exec.Cmd {
+	const script = `echo $$ > "$0" && printf x >&3 && exec 3>&- && read -r _ && exec "$@"`
+	return exec.Command("/bin/sh", append([]string{"-c", script, filepath.Join(c.dir, "cgroup.procs"), name}, args...)...)
+}
+
+// StartGated starts cmd, made by CommandGated with no ExtraFiles and no
+// Stdin, and returns once its shell is in the group; release execs the
+// program. Joining a cgroup v1 group takes up to tens of milliseconds (an
+// RCU grace period), which a time measured from exec must not include.
+// After an error the caller still kills and waits for cmd if it started.
+func StartGated(cmd *exec.Cmd) (release func() error, err error) {
+	if len(cmd.ExtraFiles) > 0 || cmd.Stdin != nil {
+		return nil, errors.New("bench: StartGated needs a command without ExtraFiles and Stdin")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w} // descriptor 3
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
+		return nil, fmt.Errorf("bench: the gated shell did not join the cgroup: %w", err)
+	}
+	return func() error {
+		_, err := io.WriteString(stdin, "\n")
+		return err
+	}, nil
+}
+
 // Remove deletes the group; its processes must have ended.
 func (c *CPUCgroup) Remove() error { return os.Remove(c.dir) }
 
-// ProcessCPU returns the CPU time (user + system, every thread) process pid
-// has used, from /proc/PID/stat, in clock ticks of 10 ms.
+// ProcessCPU returns the CPU time process pid has used: the sum of its
+// threads' run time in /proc/PID/task/TID/schedstat, in nanoseconds
+// (/proc/PID/stat counts 10 ms ticks). A thread that has exited drops out
+// of the sum; Go's runtime keeps its threads.
 func ProcessCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(stats) == 0 {
+		return 0, fmt.Errorf("bench: no threads under /proc/%d/task", pid)
 	}
-	// The command is in parentheses and may hold spaces: count from after it.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
+	var sum time.Duration
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			return 0, fmt.Errorf("bench: %s: unexpected format", st)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: %s: unexpected format", st)
+		}
+		sum += time.Duration(ns)
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bench: /proc/%d/stat: unexpected format", pid)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return sum, nil
 }
 
 // ChildNamed returns the pid of a child of pid whose command is name.

@@ -34,23 +34,7 @@ func coldStart(ctx context.Context, e *env) (result, error) {
 		return result{}, err
 	}
 	defer srv.Close()
-	catalogDir := filepath.Join(e.tmp, "catalog-coldstart")
-	envFor := func(url string) []string {
-		return []string{"MCPFN_EGRESS_ALLOW=" + bench.AllowEntry(url), "MCPFN_CATALOG_DIR=" + catalogDir, "MCPFN_LOCAL=1"}
-	}
-	functions := []function{
-		{"hellolambda (anchor)", "./bench/cmd/hellolambda", func(string) bench.Invocation {
-			return bench.Invocation{Event: []byte(`{}`)}
-		}},
-		{"discover", "./functions/discover", func(url string) bench.Invocation {
-			ev, _ := json.Marshal(map[string]string{"catalog_id": "bench-coldstart", "server_url": url})
-			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("tool_count", float64(bench.CatalogTools))}
-		}},
-		{"call", "./functions/call", func(url string) bench.Invocation {
-			ev, _ := json.Marshal(map[string]any{"server_url": url, "tool_name": "echo", "arguments": map[string]string{"text": "hello"}})
-			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("is_error", false)}
-		}},
-	}
+	functions := coldStartFunctions(filepath.Join(e.tmp, "catalog-coldstart"))
 	host := runtime.GOARCH
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sizes: `CGO_ENABLED=0 GOOS=linux GOARCH=<arch> go build %s -o bootstrap <pkg>` (the deployment build of mk/run.mk). "+
@@ -112,6 +96,28 @@ func coldStart(ctx context.Context, e *env) (result, error) {
 	}
 	b.WriteString("\n")
 	return result{summary: sum, body: b.String()}, nil
+}
+
+// coldStartFunctions are the functions whose cold starts sections 5 and 10
+// time: the anchor, and both bootstraps on a real work item against a
+// stateless fixture, storing into a directory catalog at catalogDir.
+func coldStartFunctions(catalogDir string) []function {
+	envFor := func(url string) []string {
+		return []string{"MCPFN_EGRESS_ALLOW=" + bench.AllowEntry(url), "MCPFN_CATALOG_DIR=" + catalogDir, "MCPFN_LOCAL=1"}
+	}
+	return []function{
+		{"hellolambda (anchor)", "./bench/cmd/hellolambda", func(string) bench.Invocation {
+			return bench.Invocation{Event: []byte(`{}`)}
+		}},
+		{"discover", "./functions/discover", func(url string) bench.Invocation {
+			ev, _ := json.Marshal(map[string]string{"catalog_id": "bench-coldstart", "server_url": url})
+			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("tool_count", float64(bench.CatalogTools))}
+		}},
+		{"call", "./functions/call", func(url string) bench.Invocation {
+			ev, _ := json.Marshal(map[string]any{"server_url": url, "tool_name": "echo", "arguments": map[string]string{"text": "hello"}})
+			return bench.Invocation{Env: envFor(url), Event: ev, Check: wantJSONField("is_error", false)}
+		}},
+	}
 }
 
 func quoteFlags(flags []string) []string {
