@@ -34,7 +34,11 @@ type receiver struct {
 	spans []*tracepb.Span
 }
 
-func startReceiver(t *testing.T) *receiver {
+func startReceiver(t *testing.T) *receiver { return startCheckingReceiver(t, nil) }
+
+// startCheckingReceiver is startReceiver whose every export request is
+// also given to check, which reports a refused one with t.Errorf.
+func startCheckingReceiver(t *testing.T, check func(req *http.Request, body []byte)) *receiver {
 	t.Helper()
 	r := &receiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -43,6 +47,9 @@ func startReceiver(t *testing.T) *receiver {
 		if err != nil || req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &in) != nil {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
+		}
+		if check != nil {
+			check(req, body)
 		}
 		r.mu.Lock()
 		for _, rs := range in.ResourceSpans {
