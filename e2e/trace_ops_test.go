@@ -46,7 +46,7 @@ func TestTraceReports(t *testing.T) {
 	rcv := startReceiver(t)
 	srv := mcptest.NewServer(t, mcptest.Options{})
 	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.URL)}, env: []string{
-		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 
 	// item returns the one work item span of fn among spans and its own

@@ -103,7 +103,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	rcv := startReceiver(t)
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, BearerToken: bearer})
 	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.URL)}, env: []string{
-		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 	serverURL := srv.URL + "?" + canaryQuery
 	s.putVault(t, "v", serverURL, bearer)
@@ -274,7 +274,7 @@ func TestTraceOAuthRefresh(t *testing.T) {
 	mux.Handle("/mcp", oauthtest.RequireBearer(as, mcpServer.URL+"/.well-known/oauth-protected-resource/mcp", "", h))
 	mcpURL := mcpServer.URL + "/mcp?k=trace-canary-q"
 	s := newStack(t, stackOptions{allow: []string{as.AllowEntry(), allowOnly(t, mcpURL)}, env: []string{
-		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 	original, rt := "at-original-"+rand.Text(), as.IssueRefreshToken()
 	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+"oauth", vault.Credential{Type: vault.TypeMCPOAuth, ServerURL: mcpURL, Token: original,

@@ -38,7 +38,7 @@ func TestTraceXRay(t *testing.T) {
 	})
 	srv := mcptest.NewServer(t, mcptest.Options{})
 	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.URL)}, env: []string{
-		"MCPFN_TRACES=xray", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=xray", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 	ev := map[string]any{"Records": []map[string]any{{
 		"messageId": "msg-0", "receiptHandle": "r", "eventSource": "aws:sqs",
