@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,11 @@ type receiver struct {
 	spans []*tracepb.Span
 }
 
-func startReceiver(t *testing.T) *receiver {
+func startReceiver(t *testing.T) *receiver { return startCheckingReceiver(t, nil) }
+
+// startCheckingReceiver is startReceiver whose every export request is
+// also given to check, which reports a refused one with t.Errorf.
+func startCheckingReceiver(t *testing.T, check func(req *http.Request, body []byte)) *receiver {
 	t.Helper()
 	r := &receiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -42,6 +47,9 @@ func startReceiver(t *testing.T) *receiver {
 		if err != nil || req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &in) != nil {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
+		}
+		if check != nil {
+			check(req, body)
 		}
 		r.mu.Lock()
 		for _, rs := range in.ResourceSpans {
@@ -86,7 +94,8 @@ const (
 // RIE export one span per work item (an SQS record's in the trace of its
 // AWSTraceHeader; the RIE passes no X-Amzn-Trace-Id to the runtime, so the
 // direct path's header is runner's TestWorkItemSpan), with one MCP CLIENT span
-// per request as its children; the MCP server sees the exported spans'
+// per request and one per catalog and ledger operation (each over its
+// DynamoDB calls) as its children; the MCP server sees the exported spans'
 // traceparent in the header and in params._meta of every request; a
 // primed call is one MCP span; the canary is in no exported span.
 func TestTraceEndToEnd(t *testing.T) {
@@ -94,7 +103,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	rcv := startReceiver(t)
 	srv := mcptest.NewServer(t, mcptest.Options{Stateless: true, BearerToken: bearer})
 	s := newStack(t, stackOptions{allow: []string{allowOnly(t, srv.URL)}, env: []string{
-		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 	serverURL := srv.URL + "?" + canaryQuery
 	s.putVault(t, "v", serverURL, bearer)
@@ -102,8 +111,9 @@ func TestTraceEndToEnd(t *testing.T) {
 
 	// check checks the spans exported since the last check: one work item
 	// span of fn (in trace wantTrace unless empty), wantMCP its MCP
-	// children, and the server's requests since the last check.
-	check := func(t *testing.T, fn string, wantTrace string, wantMCP []string) {
+	// children, wantOwn its store and ledger children (ownSpans), and the
+	// server's requests since the last check.
+	check := func(t *testing.T, fn string, wantTrace string, wantMCP, wantOwn []string) {
 		t.Helper()
 		spans := rcv.take()
 		var items []*tracepb.Span
@@ -139,6 +149,9 @@ func TestTraceEndToEnd(t *testing.T) {
 		if strings.Join(mcp, ",") != strings.Join(wantMCP, ",") {
 			t.Errorf("%s: MCP spans %v, want %v", fn, mcp, wantMCP)
 		}
+		if own := ownSpans(t, spans, item); !slices.Equal(own, wantOwn) {
+			t.Errorf("%s: own spans %v, want %v", fn, own, wantOwn)
+		}
 		traces := srv.Traces()
 		if len(traces) == seen {
 			t.Errorf("%s: the server saw no request", fn)
@@ -167,7 +180,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	if res := invoke(t, s.discover, discover); !bytes.Contains(res.Payload, []byte(`"tool_count"`)) {
 		t.Fatalf("discover answered %s %s %s", res.ErrorType, res.ErrorMessage, res.Payload)
 	}
-	check(t, "discover", "", []string{"server/discover", "tools/list"})
+	check(t, "discover", "", []string{"server/discover", "tools/list"}, []string{"catalog.put"})
 
 	before := len(srv.Traces())
 	call := mustJSON(t, map[string]any{"catalog_id": "traced", "server_url": serverURL, "vault_ids": []string{"v"},
@@ -178,7 +191,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	if n := len(srv.Traces()) - before; n != 1 {
 		t.Errorf("the primed call sent %d requests, want 1", n)
 	}
-	check(t, "call", "", []string{"tools/call echo"})
+	check(t, "call", "", []string{"tools/call echo"}, []string{"catalog.lookup", "ledger.begin", "ledger.complete"})
 
 	// An SQS record continues the trace of its AWSTraceHeader.
 	ev := map[string]any{"Records": []map[string]any{{
@@ -189,7 +202,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	if res := invoke(t, s.discover, mustJSON(t, ev)); !bytes.Contains(res.Payload, []byte(`"batchItemFailures":[]`)) {
 		t.Fatalf("batch answered %s %s %s", res.ErrorType, res.ErrorMessage, res.Payload)
 	}
-	check(t, "discover", sqsHex, []string{"server/discover", "tools/list"})
+	check(t, "discover", sqsHex, []string{"server/discover", "tools/list"}, []string{"catalog.put"})
 }
 
 // TestTraceExportDown: a receiver that answers 500, or never answers,
@@ -261,7 +274,7 @@ func TestTraceOAuthRefresh(t *testing.T) {
 	mux.Handle("/mcp", oauthtest.RequireBearer(as, mcpServer.URL+"/.well-known/oauth-protected-resource/mcp", "", h))
 	mcpURL := mcpServer.URL + "/mcp?k=trace-canary-q"
 	s := newStack(t, stackOptions{allow: []string{as.AllowEntry(), allowOnly(t, mcpURL)}, env: []string{
-		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=60000",
+		"MCPFN_TRACES=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 	}})
 	original, rt := "at-original-"+rand.Text(), as.IssueRefreshToken()
 	vaulttest.CreateSecret(t, s.secrets, s.secretsPrefix+"oauth", vault.Credential{Type: vault.TypeMCPOAuth, ServerURL: mcpURL, Token: original,

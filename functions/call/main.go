@@ -44,7 +44,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		return nil, err
 	}
 	lease := LedgerLease(s)
-	var calls Ledger
+	var calls startup.Ledger
 	if s.CallsTable != "" {
 		calls = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), s.CallsTable, lease)
 	} else {
@@ -59,7 +59,7 @@ func setup(ctx context.Context) (*runner.Runner, error) {
 		Connect:     connect,
 		Catalog:     store,
 		Credentials: st.OpenVaults(),
-		Ledger:      calls,
+		Ledger:      st.TraceLedger(calls),
 		Render:      opts,
 		Metrics:     os.Stdout,
 		Logger:      logger,

@@ -27,7 +27,7 @@ import (
 // summary line. It returns nil once Step Functions has the outcome or
 // answered that the task is already closed, else why the report failed.
 func (r *Runner) report(ctx context.Context, it *Item, start time.Time, v any, err error) error {
-	rctx, cancel := r.reportContext(ctx)
+	rctx, cancel := r.reportContext(it.spanContext(ctx))
 	defer cancel()
 	rerr := r.reportTask(rctx, it, v, err)
 	switch code := closedTask(rerr); {
@@ -128,7 +128,7 @@ func (r *Runner) deadLetter(ctx context.Context, it *Item, rec events.SQSMessage
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(rec.MessageId)
 	}
-	rctx, cancel := r.reportContext(ctx)
+	rctx, cancel := r.reportContext(it.spanContext(ctx))
 	defer cancel()
 	_, serr := r.cfg.Queue.SendMessage(rctx, in)
 	return serr

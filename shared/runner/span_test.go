@@ -5,9 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -16,6 +19,7 @@ import (
 	"github.com/mcpfn/mcpfn/shared/runner"
 	"github.com/mcpfn/mcpfn/shared/runner/runnertest"
 	"github.com/mcpfn/mcpfn/shared/telemetry"
+	"github.com/mcpfn/mcpfn/shared/wire"
 )
 
 const (
@@ -173,5 +177,65 @@ func TestTracingOffAddsNothing(t *testing.T) {
 	}
 	if sums := f.logs.Summaries(); len(sums) != 1 || sums[0]["trace_export"] != nil {
 		t.Errorf("summaries = %v, want one without trace_export", sums)
+	}
+}
+
+// spanSeer records the span in the context of each task report and
+// dead-letter send.
+type spanSeer struct {
+	runnertest.Tasks
+	runnertest.Queue
+	mu   sync.Mutex
+	seen []trace.SpanContext
+}
+
+func (s *spanSeer) see(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, trace.SpanFromContext(ctx).SpanContext())
+}
+
+func (s *spanSeer) SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error) {
+	s.see(ctx)
+	return s.Tasks.SendTaskSuccess(ctx, in, opts...)
+}
+
+func (s *spanSeer) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s.see(ctx)
+	return s.Queue.SendMessage(ctx, in, opts...)
+}
+
+// TestReportsGetTheSpan: the task report and the dead-letter send run
+// under the item's span, so that theirs are its children.
+func TestReportsGetTheSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	seer := &spanSeer{}
+	r, err := runner.NewRunner(runner.Config{Function: "call", Tracing: telemetry.NewTracing(rec, "call"), DLQURL: "https://sqs.example/dlq",
+		Queue: seer, Tasks: seer, Logger: slog.New(slog.DiscardHandler), Metrics: &runnertest.Lines{}},
+		runner.ProcessorFunc(func(_ context.Context, it *runner.Item) (any, error) {
+			if it.TaskToken != "" {
+				return "ok", nil
+			}
+			return nil, wire.Errorf(wire.InvalidRequest, nil, "bad")
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := runnertest.Context(t.Context(), "req-1", time.Minute)
+	defer cancel()
+	if _, err := r.Handle(ctx, runnertest.Payload(runnertest.SQSEvent(`{"task_token":"tok-1"}`, `{}`))); err != nil {
+		t.Fatal(err)
+	}
+	items := map[trace.SpanID]bool{}
+	for _, s := range rec.Ended() {
+		items[s.SpanContext().SpanID()] = true
+	}
+	if len(seer.seen) != 2 || len(items) != 2 {
+		t.Fatalf("%d reports and sends for %d item spans, want 2 and 2", len(seer.seen), len(items))
+	}
+	for _, sc := range seer.seen {
+		if !items[sc.SpanID()] {
+			t.Errorf("a report ran under span %v, not an item's", sc)
+		}
 	}
 }

@@ -107,8 +107,19 @@ func joinConfigErrors(errs ...error) error {
 // OpenCatalog returns the catalog store the settings choose: the DynamoDB
 // table CatalogTable, sealing server URLs with the KMS key SealKeyID when
 // set, or, without a table, the directory CatalogDir, which it warns about
-// (local runs only). An error names EnvCatalogDir.
+// (local runs only). An error names EnvCatalogDir. With tracing on, each
+// operation is a span under the work item's (catalog.put, catalog.get,
+// catalog.lookup, catalog.record_failure, catalog.server_url) naming the
+// catalog id.
 func (st *Startup) OpenCatalog() (catalog.Store, error) {
+	s, err := st.openCatalog()
+	if err != nil || !st.Tracing.Enabled() {
+		return s, err
+	}
+	return tracedCatalog{next: s, tr: st.Tracing.ChildTracer(TracerName)}, nil
+}
+
+func (st *Startup) openCatalog() (catalog.Store, error) {
 	s := st.Settings
 	if s.CatalogTable != "" && s.SealKeyID != "" {
 		sealer := catalog.KMS{API: kms.NewFromConfig(st.AWS), KeyID: s.SealKeyID}
@@ -128,11 +139,21 @@ func (st *Startup) OpenCatalog() (catalog.Store, error) {
 // RunnerConfig returns the runner configuration of the function: the settings'
 // concurrency, budgets and dead-letter queue, SQS and Step Functions
 // clients, the tracing, the logger, and metrics written where the logger writes. It
-// warns when no dead-letter queue is configured.
+// warns when no dead-letter queue is configured. With tracing on, the task
+// report (task.report) and the dead-letter send (dlq.send) are spans under
+// the work item's.
 func (st *Startup) RunnerConfig() runner.Config {
 	s := st.Settings
 	if s.DLQURL == "" {
 		st.Logger.Warn("no dead-letter queue configured: permanent failures return to the queue for its redrive policy", "variable", EnvDLQURL)
+	}
+	var (
+		queue runner.QueueAPI = sqs.NewFromConfig(st.AWS)
+		tasks runner.TaskAPI  = sfn.NewFromConfig(st.AWS)
+	)
+	if st.Tracing.Enabled() {
+		tr := st.Tracing.ChildTracer(TracerName)
+		queue, tasks = tracedDLQ{next: queue, tr: tr}, tracedTasks{next: tasks, tr: tr}
 	}
 	return runner.Config{
 		Function:         st.Function,
@@ -142,8 +163,8 @@ func (st *Startup) RunnerConfig() runner.Config {
 		Reserve:          s.Reserve,
 		OperationTimeout: s.OperationTimeout,
 		DLQURL:           s.DLQURL,
-		Queue:            sqs.NewFromConfig(st.AWS),
-		Tasks:            sfn.NewFromConfig(st.AWS),
+		Queue:            queue,
+		Tasks:            tasks,
 		Tracing:          st.Tracing,
 		Logger:           st.Logger,
 		Metrics:          st.out,

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // InstrumentAWS makes every AWS SDK call of the clients built from cfg
@@ -32,6 +33,17 @@ func (t *Tracing) InstrumentAWS(cfg *aws.Config) {
 // queue URL (a path) and DynamoDB request details.
 func noParameters(context.Context, middleware.InitializeInput, middleware.InitializeOutput) []attribute.KeyValue {
 	return nil
+}
+
+// ChildTracer returns the named tracer of t whose Start begins a span only
+// under a recording parent in ctx and otherwise returns ctx and that parent
+// unchanged, so an operation outside a work item starts no trace of its
+// own. With t off it is a no-op tracer.
+func (t *Tracing) ChildTracer(name string) trace.Tracer {
+	if !t.Enabled() {
+		return noop.NewTracerProvider().Tracer(name)
+	}
+	return childOnly{t.Provider}.Tracer(name)
 }
 
 // childOnly is a TracerProvider whose tracers start a span only under a

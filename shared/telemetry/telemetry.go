@@ -61,21 +61,23 @@ type Tracing struct {
 	sdk      *sdktrace.TracerProvider // nil when off
 }
 
-// Start returns the Tracing of mode for the named service. OTLP exports
-// in batches over OTLP/HTTP; the exporter reads OTEL_EXPORTER_OTLP_* (the
-// endpoint, headers, timeout). XRay does the same to XRayEndpoint of
-// awsCfg's region (unless those variables name an endpoint), each request
-// SigV4-signed with awsCfg's credentials; without a region it fails with
-// ErrNoRegion. Start dials nothing until the first export.
+// Start returns the Tracing of mode for the named service. OTLP holds
+// the ended spans until Flush sends them in one OTLP/HTTP request, not
+// retried; the exporter reads OTEL_EXPORTER_OTLP_* (the endpoint, headers,
+// timeout). XRay does the same to XRayEndpoint of awsCfg's region (unless
+// those variables name an endpoint), each request SigV4-signed with
+// awsCfg's credentials; without a region it fails with ErrNoRegion. Start
+// dials nothing until the first export.
 func Start(ctx context.Context, mode Mode, service string, awsCfg aws.Config) (*Tracing, error) {
-	var opts []otlptracehttp.Option
+	opts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
 	switch mode {
 	case OTLP:
 	case XRay:
-		var err error
-		if opts, err = xrayOptions(awsCfg); err != nil {
+		xopts, err := xrayOptions(awsCfg)
+		if err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
 		}
+		opts = append(opts, xopts...)
 	default:
 		return &Tracing{Provider: noop.NewTracerProvider()}, nil
 	}
@@ -83,7 +85,7 @@ func Start(ctx context.Context, mode Mode, service string, awsCfg aws.Config) (*
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
 	}
-	return NewTracing(sdktrace.NewBatchSpanProcessor(exp), service), nil
+	return NewTracing(newFlushProcessor(exp), service), nil
 }
 
 // NewTracing returns an exporting Tracing whose spans go to sp (tests pass

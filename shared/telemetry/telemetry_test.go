@@ -1,7 +1,14 @@
 package telemetry_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,5 +81,37 @@ func TestOTLPSamplesEverything(t *testing.T) {
 	}
 	if err := tr.Shutdown(t.Context()); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestExportIsNotRetried: an OTLP export the collector answers 503 fails
+// the flush with that answer at once, not after waiting out the flush
+// timeout for a retry; the next flush sends the next spans only.
+func TestExportIsNotRetried(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if requests.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	tr, err := telemetry.Start(t.Context(), telemetry.OTLP, "call", aws.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Shutdown(t.Context()) }()
+	for i, want := range []string{"busy", ""} {
+		_, span := tr.Provider.Tracer("x").Start(t.Context(), "s")
+		span.End()
+		err := tr.Flush(t.Context())
+		if got := fmt.Sprint(err); want == "" && err != nil || want != "" && (!strings.Contains(got, want) || errors.Is(err, context.DeadlineExceeded)) {
+			t.Errorf("flush %d = %v, want %q", i, err, want)
+		}
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d export requests, want 2", n)
 	}
 }
