@@ -23,6 +23,12 @@ const (
 // ErrRefused is wrapped by every error Check returns.
 var ErrRefused = errors.New("schema refused")
 
+// RulesVersion names the rules Check applies. It changes whenever a
+// verdict could change: a rule, the meta-schema, or the jsonschema-go
+// release that compiles (TestRulesVersionNamesTheCompiler). A verdict
+// stored under another RulesVersion is never reused.
+const RulesVersion = "1/jsonschema-go@v0.4.3"
+
 // The rules, each the first word of a refusal after "schema refused: ".
 const (
 	ruleSize     = "size"
