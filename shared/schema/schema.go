@@ -84,7 +84,7 @@ func Check(schema []byte) error {
 		return err
 	}
 	if err := metaSchema.Validate(doc); err != nil {
-		return refuse(ruleCompile, "not a draft 2020-12 schema: %s", metaDetail(err))
+		return refuse(ruleCompile, "not a draft 2020-12 schema: %s", metaRefusal(doc, err))
 	}
 	if g.refs > 0 {
 		// Resolve again with the real implementation; without a reference
