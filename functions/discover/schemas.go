@@ -26,7 +26,7 @@ type JudgedStore interface {
 var _ JudgedStore = (*catalog.Dynamo)(nil)
 
 // judgedReadTimeout bounds the read of the stored verdicts: it only saves
-// CPU, so a slow store costs the listing's checks, not its budget.
+// CPU, so a store slower than this leaves the schemas to check.
 const judgedReadTimeout = 5 * time.Second
 
 // judged is what a discovery knows of the stored version's verdicts.
@@ -54,16 +54,18 @@ func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string
 	}
 	var j judged
 	skip := make([]bool, len(l.Tools))
+	todo := make([]int64, len(l.Tools)) // bytes of each tool's schemas with no cached verdict
 	var work int64
-	for _, t := range l.Tools {
-		work += unknown(t)
+	for i, t := range l.Tools {
+		todo[i] = unknown(t)
+		work += todo[i]
 	}
 	if js, ok := h.Store.(JudgedStore); ok && work > 0 {
 		j = h.readJudged(ctx, it, js, id)
-		work = 0
 		for i, t := range l.Tools {
-			if skip[i] = j.version.Unchanged(t); !skip[i] {
-				work += unknown(t)
+			if todo[i] > 0 && j.version.Unchanged(t) {
+				skip[i] = true
+				work -= todo[i]
 			}
 		}
 	}
