@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -120,7 +119,8 @@ var _ Schedule = (*schedule.Table)(nil)
 // startup.EnvDiscoverQueueURL) refuses sweeps; Metrics receives the
 // sweep's EMF lines (nil: none). Schemas holds schema verdicts across
 // items (nil: one cache of schema.DefaultCacheSize shared by every Handler
-// in the process). Auditor nil audits no quarantine.
+// in the process); a Store that is a JudgedStore keeps them across
+// instances too. Auditor nil audits no quarantine.
 type Handler struct {
 	Connect     func(ctx context.Context, cfg mcp.Config) (Conn, error)
 	HTTPClient  *http.Client
@@ -201,7 +201,8 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if err != nil {
 		return nil, wire.Errorf(wire.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
-	if listing, err = h.checkInCPUSlot(octx, it, listing); err != nil {
+	listing, judged, err := h.checkInCPUSlot(octx, it, req.CatalogID, listing)
+	if err != nil {
 		return nil, err
 	}
 	cancel()
@@ -242,70 +243,11 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		slog.Int("refused", len(put.Refused)),
 	)
 	h.auditQuarantine(ctx, it, req.CatalogID, put)
+	h.recordJudged(ctx, it, req.CatalogID, judged, put)
 	if put.Superseded {
 		it.Annotate(slog.Bool("superseded", true))
 	}
 	return res, nil
-}
-
-// checkInCPUSlot runs checkSchemas in one of the function's CPU slots
-// (runner.Item.CPU), counting as work the bytes of schemas with no cached
-// verdict; a listing whose verdicts are all cached takes no slot. When the
-// slots are busy for longer than the item could wait, the item comes back
-// requeued, and is not recorded as the catalog's failure.
-func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, l mcp.Listing) (mcp.Listing, error) {
-	cache := h.schemas()
-	var work int64
-	for _, t := range l.Tools {
-		for _, s := range [][]byte{t.InputSchema, t.OutputSchema} {
-			if len(s) > 0 && !cache.Known(s) {
-				work += int64(len(s))
-			}
-		}
-	}
-	if work > 0 {
-		release, err := it.CPU(ctx, work)
-		if err != nil {
-			return mcp.Listing{}, err
-		}
-		defer release()
-	}
-	l, err := checkSchemas(ctx, cache, l)
-	if err != nil {
-		return mcp.Listing{}, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
-	}
-	return l, nil
-}
-
-// checkSchemas moves each tool whose input or output schema a model
-// request could not carry (schema.Check) to the refusals, with the rule.
-// Verdicts come from cache: a schema judged before on this instance, by
-// this listing, another server's or an earlier discovery, is not checked
-// again. It stops with ctx's error when ctx ends first: a listing of
-// schemas built to be slow to check must not eat the reserve meant for
-// the store.
-func checkSchemas(ctx context.Context, cache *schema.Cache, l mcp.Listing) (mcp.Listing, error) {
-	kept := l.Tools[:0:0]
-	for _, t := range l.Tools {
-		if err := ctx.Err(); err != nil {
-			return mcp.Listing{}, err
-		}
-		err := cache.Check(t.InputSchema)
-		if err == nil && len(t.OutputSchema) > 0 {
-			if err = cache.Check(t.OutputSchema); err != nil {
-				err = fmt.Errorf("output_schema: %w", err)
-			}
-		} else if err != nil {
-			err = fmt.Errorf("input_schema: %w", err)
-		}
-		if err != nil {
-			l.Refused = append(l.Refused, mcp.Refusal{Name: t.Name, Reason: err.Error()})
-			continue
-		}
-		kept = append(kept, t)
-	}
-	l.Tools = kept
-	return l, nil
 }
 
 // recordFailure records err on the catalog. A failure to record is logged:
