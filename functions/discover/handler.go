@@ -201,7 +201,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 	if err != nil {
 		return nil, wire.Errorf(wire.ClassifyConnect(err), err, "could not list the MCP server's tools")
 	}
-	listing, judged, err := h.checkInCPUSlot(octx, it, req.CatalogID, listing)
+	listing, err = h.checkInCPUSlot(octx, it, req.CatalogID, listing)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +217,7 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		Schedule:        &catalog.Schedule{ServerURL: serverURL, VaultIDs: req.VaultIDs, Interval: req.interval()},
 		OnChange:        req.OnChange,
 		Define:          policy.Parts,
+		SchemaRules:     schema.RulesVersion,
 	})
 	if err != nil {
 		return nil, putError(err)
@@ -243,7 +244,6 @@ func (h *Handler) discover(ctx context.Context, it *runner.Item, req Request, st
 		slog.Int("refused", len(put.Refused)),
 	)
 	h.auditQuarantine(ctx, it, req.CatalogID, put)
-	h.recordJudged(ctx, it, req.CatalogID, judged, put)
 	if put.Superseded {
 		it.Annotate(slog.Bool("superseded", true))
 	}

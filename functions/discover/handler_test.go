@@ -74,6 +74,7 @@ func TestDiscoverStores(t *testing.T) {
 			ServerVersion:   "1.0.0",
 			StartedAt:       start,
 			Schedule:        &catalog.Schedule{ServerURL: serverURL, VaultIDs: []string{"team"}}, // the recorded interval kept
+			SchemaRules:     schema.RulesVersion,
 		}}
 		if diff := cmp.Diff(want, e.store.puts["example"], cmpopts.IgnoreFields(catalog.Discovery{}, "Define")); diff != "" {
 			t.Errorf("stored (-want +got):\n%s", diff)

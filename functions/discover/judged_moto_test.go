@@ -10,13 +10,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpfn/mcpfn/shared/catalog"
 	"github.com/mcpfn/mcpfn/shared/schema"
 )
 
 // TestStoredVerdictsOverDynamo: over the real store (moto), a fresh
 // schema.Cache re-discovering an unchanged listing checks only the refused
 // tool's schema; one changed tool adds exactly its schema; a head recording
-// other rules has every schema checked again.
+// other rules (written by an unchanged check, as a version's are by its
+// flip) has every schema checked again.
 func TestStoredVerdictsOverDynamo(t *testing.T) {
 	s := newStack(t)
 	server := sdk.NewServer(&sdk.Implementation{Name: "judged", Version: "1"}, &sdk.ServerOptions{})
@@ -52,11 +54,20 @@ func TestStoredVerdictsOverDynamo(t *testing.T) {
 	discover("first", tools+1, false)
 	discover("unchanged", 1, true) // bad was refused, so it is not stored as judged
 	server.AddTool(&sdk.Tool{Name: "tool_7", InputSchema: json.RawMessage(`{"type":"object","properties":{"changed":{"type":"integer"}}}`)}, noop)
-	res := discover("one changed", 2, false)
+	discover("one changed", 2, false)
 	discover("unchanged after the change", 1, true)
-	if err := s.Store.RecordJudged(t.Context(), "judged", res.Version, "0/older"); err != nil {
-		t.Fatal(err)
-	}
+	s.handler.Store = olderRules{s.Store} // as a release with other rules would record
+	discover("recorded by other rules", 1, true)
+	s.handler.Store = s.Store
 	discover("other rules recorded", tools+1, true)
 	discover("rules recorded again", 1, true)
+}
+
+// olderRules is the store as a release judging by other rules uses it:
+// its unchanged check records those rules.
+type olderRules struct{ *catalog.Dynamo }
+
+func (o olderRules) Put(ctx context.Context, id string, d catalog.Discovery) (catalog.PutResult, error) {
+	d.SchemaRules = "0/older"
+	return o.Dynamo.Put(ctx, id, d)
 }

@@ -14,24 +14,28 @@ import (
 	"github.com/mcpfn/mcpfn/shared/schema"
 )
 
-// judgingStore is fakeStore keeping, as catalog.Dynamo does, which rules
-// judged each catalog's current version (its last Put).
+// judgingStore is fakeStore answering, as catalog.Dynamo does, with the
+// rules its last Put recorded (Discovery.SchemaRules) for its current
+// version, unless older names other rules for that version.
 type judgingStore struct {
 	*fakeStore
 	mu      sync.Mutex
-	rules   map[string][2]string // id → rules, version
+	older   map[string][2]string // id → rules, version recorded in place of the Put's
 	reads   int
 	readErr error
 }
 
-func (s *judgingStore) current(id string) (string, []mcp.Tool) {
+// current returns id's current version, its tools and the rules its Put
+// recorded.
+func (s *judgingStore) current(id string) (version string, tools []mcp.Tool, rules string) {
 	s.fakeStore.mu.Lock()
 	defer s.fakeStore.mu.Unlock()
 	puts := s.puts[id]
 	if len(puts) == 0 {
-		return "", nil
+		return "", nil, ""
 	}
-	return fmt.Sprintf("%s-v%d", id, len(puts)), puts[len(puts)-1].Listing.Tools
+	last := puts[len(puts)-1]
+	return fmt.Sprintf("%s-v%d", id, len(puts)), last.Listing.Tools, last.SchemaRules
 }
 
 func (s *judgingStore) Judged(_ context.Context, id, rules string) (catalog.Judged, error) {
@@ -41,24 +45,14 @@ func (s *judgingStore) Judged(_ context.Context, id, rules string) (catalog.Judg
 	if s.readErr != nil {
 		return catalog.Judged{}, s.readErr
 	}
-	version, tools := s.current(id)
-	if r := s.rules[id]; version == "" || r != [2]string{rules, version} {
+	version, tools, recorded := s.current(id)
+	if o, ok := s.older[id]; ok && o[1] == version {
+		recorded = o[0]
+	}
+	if version == "" || recorded != rules {
 		return catalog.Judged{}, nil
 	}
 	return catalog.NewJudged(version, tools), nil
-}
-
-func (s *judgingStore) RecordJudged(_ context.Context, id, version, rules string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, _ := s.current(id); v != version {
-		return nil
-	}
-	if s.rules == nil {
-		s.rules = map[string][2]string{}
-	}
-	s.rules[id] = [2]string{rules, version}
-	return nil
 }
 
 // distinctTools returns n tools with distinct input schemas, every third
@@ -123,11 +117,11 @@ func TestStoredVerdictsSkipChecks(t *testing.T) {
 			if got := e.Invoke(t, request(nil)); got.Error != nil {
 				t.Fatal(got.Error)
 			}
-			if got := store.rules["example"]; got != [2]string{schema.RulesVersion, "example-v1"} {
-				t.Fatalf("recorded %q after the first discovery, want schema.RulesVersion for example-v1", got)
+			if got := e.store.puts["example"][0].SchemaRules; got != schema.RulesVersion {
+				t.Fatalf("the first Put records rules %q, want schema.RulesVersion", got)
 			}
 			if tt.rules != "" {
-				store.rules["example"] = [2]string{tt.rules, "example-v1"}
+				store.older = map[string][2]string{"example": {tt.rules, "example-v1"}}
 			}
 			store.readErr = tt.readErr
 			e.handler.Schemas = schema.NewCache(0) // a cold instance
@@ -142,9 +136,8 @@ func TestStoredVerdictsSkipChecks(t *testing.T) {
 			if len(l.Tools) != len(base)-1 || len(l.Refused) != 1 || l.Refused[0].Name != "bad" {
 				t.Errorf("stored %d tools and refused %+v; want %d and bad", len(l.Tools), l.Refused, len(base)-1)
 			}
-			// The fake's every Put is a new version, which is recorded.
-			if got, want := store.rules["example"], [2]string{schema.RulesVersion, "example-v2"}; got != want {
-				t.Errorf("recorded %q after the second discovery, want %q", got, want)
+			if got := e.store.puts["example"][1].SchemaRules; got != schema.RulesVersion {
+				t.Errorf("the second Put records rules %q, want schema.RulesVersion", got)
 			}
 		})
 	}

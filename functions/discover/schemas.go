@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/catalog"
@@ -14,13 +13,12 @@ import (
 )
 
 // JudgedStore is a Store that records which schema rules judged its
-// current version (catalog.Dynamo). With one, a tool defined as in that
-// version, under schema.RulesVersion, is not checked again, on any
-// instance; with a store that is not one, every schema without a cached
-// verdict is checked.
+// current version (catalog.Discovery.SchemaRules, catalog.Dynamo). With
+// one, a tool defined as in that version, under schema.RulesVersion, is
+// not checked again, on any instance; with a store that is not one, every
+// schema without a cached verdict is checked.
 type JudgedStore interface {
 	Judged(ctx context.Context, id, rules string) (catalog.Judged, error)
-	RecordJudged(ctx context.Context, id, version, rules string) error
 }
 
 var _ JudgedStore = (*catalog.Dynamo)(nil)
@@ -29,12 +27,6 @@ var _ JudgedStore = (*catalog.Dynamo)(nil)
 // CPU, so a store slower than this leaves the schemas to check.
 const judgedReadTimeout = 5 * time.Second
 
-// judged is what a discovery knows of the stored version's verdicts.
-type judged struct {
-	read    bool // the store was asked
-	version catalog.Judged
-}
-
 // checkInCPUSlot moves the tools whose schemas a model request could not
 // carry to the refusals (checkSchemas), skipping tools defined as in the
 // stored version judged under schema.RulesVersion. It runs in one of the
@@ -42,7 +34,7 @@ type judged struct {
 // schemas still to check; a listing with none takes no slot. When the
 // slots are busy for longer than the item could wait, the item comes back
 // requeued, and is not recorded as the catalog's failure.
-func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string, l mcp.Listing) (mcp.Listing, judged, error) {
+func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string, l mcp.Listing) (mcp.Listing, error) {
 	cache := h.schemas()
 	unknown := func(t mcp.Tool) (n int64) {
 		for _, s := range [][]byte{t.InputSchema, t.OutputSchema} {
@@ -52,7 +44,6 @@ func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string
 		}
 		return n
 	}
-	var j judged
 	skip := make([]bool, len(l.Tools))
 	todo := make([]int64, len(l.Tools)) // bytes of each tool's schemas with no cached verdict
 	var work int64
@@ -61,9 +52,9 @@ func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string
 		work += todo[i]
 	}
 	if js, ok := h.Store.(JudgedStore); ok && work > 0 {
-		j = h.readJudged(ctx, it, js, id)
+		j := h.readJudged(ctx, it, js, id)
 		for i, t := range l.Tools {
-			if todo[i] > 0 && j.version.Unchanged(t) {
+			if todo[i] > 0 && j.Unchanged(t) {
 				skip[i] = true
 				work -= todo[i]
 			}
@@ -72,45 +63,28 @@ func (h *Handler) checkInCPUSlot(ctx context.Context, it *runner.Item, id string
 	if work > 0 {
 		release, err := it.CPU(ctx, work)
 		if err != nil {
-			return mcp.Listing{}, j, err
+			return mcp.Listing{}, err
 		}
 		defer release()
 	}
 	l, err := checkListed(ctx, cache, l, skip)
 	if err != nil {
-		return mcp.Listing{}, j, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
+		return mcp.Listing{}, wire.Errorf(wire.ProtocolError, err, "could not check the MCP server's tool schemas within the operation timeout")
 	}
-	return l, j, nil
+	return l, nil
 }
 
 // readJudged asks js for id's stored verdicts; a failure is logged and
 // leaves every schema to check.
-func (h *Handler) readJudged(ctx context.Context, it *runner.Item, js JudgedStore, id string) judged {
+func (h *Handler) readJudged(ctx context.Context, it *runner.Item, js JudgedStore, id string) catalog.Judged {
 	rctx, cancel := context.WithTimeout(ctx, judgedReadTimeout)
 	defer cancel()
 	v, err := js.Judged(rctx, id, schema.RulesVersion)
 	if err != nil {
 		h.logger().Warn("reading the stored schema verdicts failed; checking every schema", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(err.Error()))
-		return judged{}
+		return catalog.Judged{}
 	}
-	return judged{read: true, version: v}
-}
-
-// recordJudged records on the store that schema.RulesVersion judged the
-// version put left current, when this discovery's listing is that
-// version's and the store may not know it yet: after a change, or when
-// the store's record named another version or rules. A failure is logged:
-// the catalog is stored, and the next cold discovery checks again.
-func (h *Handler) recordJudged(ctx context.Context, it *runner.Item, id string, j judged, put catalog.PutResult) {
-	js, ok := h.Store.(JudgedStore)
-	if !ok || put.Superseded || put.Version == "" || put.Version == j.version.Version || (put.Unchanged && !j.read) {
-		return
-	}
-	if err := js.RecordJudged(ctx, id, put.Version, schema.RulesVersion); err != nil {
-		h.logger().Warn("recording the schema rules of the stored version failed", "request_id", it.RequestID, "work_item", it.ID, "catalog_id", id, "error", it.Scrub(err.Error()))
-		return
-	}
-	it.Annotate(slog.Bool("schema_rules_recorded", true))
+	return v
 }
 
 // checkSchemas moves each tool whose input or output schema a model

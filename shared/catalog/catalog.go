@@ -45,6 +45,11 @@ type Discovery struct {
 	Schedule        *Schedule
 	OnChange        string
 	Define          Definer
+	// SchemaRules names the rules that judged, and accepted, every tool
+	// of Listing (schema.RulesVersion). Put records it on the head with
+	// the version it leaves current, in the same write, for Judged; empty
+	// records none.
+	SchemaRules string
 }
 
 // PutResult is the outcome of Put.

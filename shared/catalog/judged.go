@@ -62,7 +62,7 @@ func nameKey16(name string) [nameKeyLen]byte {
 }
 
 // Judged returns id's current version when the head records that rules
-// judged its schemas (RecordJudged), with its tools' field hashes from its
+// judged its schemas (Discovery.SchemaRules), with its tools' field hashes from its
 // manifest: one GetItem of the head, and one of the marker (a Query more
 // past 300 kB of manifest) only when the record matches. Otherwise, or
 // when the version is expired or being deleted, it returns the zero
@@ -105,17 +105,15 @@ func (s *Dynamo) Judged(ctx context.Context, id, rules string) (Judged, error) {
 	return j, nil
 }
 
-// RecordJudged records on id's head that rules judged version's schemas
-// and accepted every one, if version is still current; otherwise it
-// records nothing. One conditional UpdateItem.
-func (s *Dynamo) RecordJudged(ctx context.Context, id, version, rules string) error {
-	if err := ValidateID(id); err != nil {
-		return err
+// setJudged adds to u the record that rules judged version's schemas,
+// or its removal when rules is empty.
+func setJudged(u expression.UpdateBuilder, rules, version string) (expression.UpdateBuilder, error) {
+	if rules == "" {
+		return u.Remove(name(attrJudged)), nil
 	}
 	v, err := attributevalue.Marshal(judgedRecord{Rules: rules, Version: version})
 	if err != nil {
-		return fmt.Errorf("catalog: schema rules of %q: %w", id, err)
+		return u, fmt.Errorf("catalog: schema rules: %w", err)
 	}
-	_, err = s.updateHead(ctx, id, expression.Set(name(attrJudged), expression.Value(v)), name(attrVersion).Equal(str(version)))
-	return err
+	return u.Set(name(attrJudged), expression.Value(v)), nil
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/mcpfn/mcpfn/shared/catalog/catalogtest"
 )
 
-// TestJudged: the head's record of the rules that judged a version is
-// answered only for those rules and while that version is current, and
-// survives an unchanged check; a record for a replaced version is not made.
+// TestJudged: Put records Discovery.SchemaRules on the head in the write
+// that makes or confirms its version; Judged answers that version only for
+// those rules and while it is current. An unchanged check recording no
+// rules keeps the record; a flip recording none removes it.
 func TestJudged(t *testing.T) {
 	t.Parallel()
 	s := catalogtest.NewDynamo(t, awstest.SharedMoto(t))
@@ -33,11 +34,10 @@ func TestJudged(t *testing.T) {
 	if j := judged("nothing recorded", "r1"); j.Version != "" {
 		t.Errorf("nothing recorded: judged %q", j.Version)
 	}
-	if err := s.RecordJudged(ctx, "j", v1, "r1"); err != nil {
-		t.Fatal(err)
+	if res := catalogtest.MustPut(t, s, "j", judgedBy(catalogtest.Discover(a, time.Minute), "r1")); !res.Unchanged {
+		t.Fatalf("Put = %+v, want unchanged", res)
 	}
-	catalogtest.MustPut(t, s, "j", catalogtest.Discover(a, time.Minute)) // unchanged
-	j := judged("recorded", "r1")
+	j := judged("recorded by an unchanged check", "r1")
 	if j.Version != v1 {
 		t.Fatalf("recorded: judged %q, want %s", j.Version, v1)
 	}
@@ -55,17 +55,30 @@ func TestJudged(t *testing.T) {
 		t.Errorf("other rules: judged %q", j.Version)
 	}
 
+	catalogtest.MustPut(t, s, "j", catalogtest.Discover(a, 2*time.Minute)) // unchanged, no rules
+	if j := judged("kept by a check recording none", "r1"); j.Version != v1 {
+		t.Errorf("kept by a check recording none: judged %q, want %s", j.Version, v1)
+	}
+
 	b := a
 	b.Tools = slices.Clone(a.Tools)
 	b.Tools[2] = changed
-	catalogtest.MustPut(t, s, "j", catalogtest.Discover(b, 2*time.Minute))
-	if j := judged("replaced", "r1"); j.Version != "" {
-		t.Errorf("replaced: judged %q, the record names %s", j.Version, v1)
+	v2 := catalogtest.MustPut(t, s, "j", judgedBy(catalogtest.Discover(b, 3*time.Minute), "r2")).Version
+	if j := judged("replaced, recorded by its flip", "r2"); j.Version != v2 || !j.Unchanged(changed) {
+		t.Errorf("replaced, recorded by its flip: judged %q, want %s with the changed tool", j.Version, v2)
 	}
-	if err := s.RecordJudged(ctx, "j", v1, "r1"); err != nil {
-		t.Fatal(err)
+	if j := judged("replaced, old rules", "r1"); j.Version != "" {
+		t.Errorf("replaced, old rules: judged %q", j.Version)
 	}
-	if j := judged("recorded for the replaced version", "r1"); j.Version != "" {
-		t.Errorf("recorded for the replaced version: judged %q", j.Version)
+	c := catalogtest.Listing(4, "c")
+	catalogtest.MustPut(t, s, "j", catalogtest.Discover(c, 4*time.Minute)) // a new version, no rules
+	if j := judged("replaced by a flip recording none", "r2"); j.Version != "" {
+		t.Errorf("replaced by a flip recording none: judged %q", j.Version)
 	}
+}
+
+// judgedBy is d judged under rules.
+func judgedBy(d catalog.Discovery, rules string) catalog.Discovery {
+	d.SchemaRules = rules
+	return d
 }

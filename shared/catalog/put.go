@@ -194,6 +194,12 @@ func (s *Dynamo) confirm(ctx context.Context, id string, h head, p prepared, now
 	if onChange(h, p.d) != OnChangeQuarantine {
 		u = u.Remove(name(attrQuarantine))
 	}
+	if p.d.SchemaRules != "" { // the same listing, judged again or skipped by that record
+		var err error
+		if u, err = setJudged(u, p.d.SchemaRules, h.version); err != nil {
+			return false, err
+		}
+	}
 	u = schedule(discovery(u, p.d), id, p.d.Schedule, p.url, h, p.started)
 	cond := name(attrVersion).Equal(str(h.version)).
 		And(expression.AttributeNotExists(name(attrLatest)).Or(name(attrLatest).LessThanEqual(str(p.key))))
@@ -243,6 +249,9 @@ func (s *Dynamo) flip(ctx context.Context, id string, h head, p prepared, pl *pl
 	}
 	if mode := onChange(h, p.d); mode != "" {
 		u = u.Set(name(attrOnChange), str(mode))
+	}
+	if u, err = setJudged(u, p.d.SchemaRules, p.key); err != nil {
+		return false, err
 	}
 	if u, err = setQuarantine(u, pl.quarantine); err != nil {
 		return false, err
