@@ -6,11 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mcpfn/mcpfn/bench/item"
 	"github.com/mcpfn/mcpfn/shared/telemetry"
@@ -30,7 +30,8 @@ type Exporter struct {
 }
 
 // StartExporter starts the receiver (it reads each export and answers an
-// empty success) and a batching OTLP/HTTP exporter to it.
+// empty success) and the functions' own tracing (telemetry.Start, mode
+// OTLP) exporting to it.
 func StartExporter(ctx context.Context) (*Exporter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,12 +44,11 @@ func StartExporter(ctx context.Context) (*Exporter, error) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	})}
 	go func() { _ = x.srv.Serve(ln) }()
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL("http://"+ln.Addr().String()+"/v1/traces"))
+	x.tracing, err = startOTLP(ctx, "http://"+ln.Addr().String()+"/v1/traces")
 	if err != nil {
 		_ = x.srv.Close()
 		return nil, err
 	}
-	x.tracing = telemetry.NewTracing(sdktrace.NewBatchSpanProcessor(exp), "bench")
 	return x, nil
 }
 
@@ -62,6 +62,25 @@ func (x *Exporter) Run(ctx context.Context, s item.Spec) error {
 		err = fmt.Errorf("trace export: %w", ferr)
 	}
 	return err
+}
+
+// startOTLP is telemetry.Start in OTLP mode with its endpoint variable set
+// to endpoint while the exporter reads it, as a function configured with
+// MCPFN_TRACES=otlp and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT has it.
+func startOTLP(ctx context.Context, endpoint string) (*telemetry.Tracing, error) {
+	const env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	old, had := os.LookupEnv(env)
+	if err := os.Setenv(env, endpoint); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if had {
+			_ = os.Setenv(env, old)
+		} else {
+			_ = os.Unsetenv(env)
+		}
+	}()
+	return telemetry.Start(ctx, telemetry.OTLP, "bench", aws.Config{})
 }
 
 // Stop shuts the tracing and the receiver down.
