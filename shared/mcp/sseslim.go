@@ -163,14 +163,15 @@ func appendRewritten(out, event, data []byte) []byte {
 }
 
 // observe is the tap's handler: meteredBody's, but the answer to the
-// listing is slimmed and charged as the SDK will be handed it.
+// listing (the page transport.observe finds) is slimmed and charged as the
+// SDK will be handed it.
 func (b *slimBody) observe(data []byte) {
 	if b.err != nil {
 		return
 	}
 	msg := data
-	if m, ok := readMessage(data); ok && m.result != nil && b.key != "" && idKey(m.id) == b.key {
-		msg = slimToolsList(data, m.result)
+	if page := b.x.t.observe(b.x.op, data, b.key != "", true); page != nil {
+		msg = slimToolsList(data, page)
 	}
 	if err := b.x.t.chargeDecoded(b.x.op, msg); err != nil {
 		b.err = err
@@ -179,7 +180,6 @@ func (b *slimBody) observe(data []byte) {
 	if len(msg) > 0 && &msg[0] != &data[0] {
 		b.slim = msg
 	}
-	b.x.t.observe(b.x.op, data, b.key != "", true)
 	b.x.span.answered(data)
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
