@@ -81,6 +81,11 @@ type RTTSample struct {
 // in its sample and the run goes on; an error is returned only when the
 // proxy, the clients or the priming connection fail.
 func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, warmup int) ([]RTTSample, error) {
+	return RTTRunCases(ctx, urls, rtt, RTTCases(), n, warmup)
+}
+
+// RTTRunCases is RTTRun over cases, a subset of RTTCases in its order.
+func RTTRunCases(ctx context.Context, urls map[string]string, rtt time.Duration, cases []RTTCase, n, warmup int) ([]RTTSample, error) {
 	u, err := url.Parse(urls[Eras[0]])
 	if err != nil {
 		return nil, err
@@ -106,7 +111,6 @@ func RTTRun(ctx context.Context, urls map[string]string, rtt time.Duration, n, w
 		return nil, fmt.Errorf("rtt %s: %w", rtt, err)
 	}
 
-	cases := RTTCases()
 	out := make([]RTTSample, len(cases))
 	for i, c := range cases {
 		out[i].Case = c

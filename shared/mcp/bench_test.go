@@ -202,7 +202,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		cancel := func(error) {}
 		run(b, &http.Client{Transport: tr, Timeout: DialTimeout}, func() {
 			tr.mu.Lock()
-			tr.charged = 0 // a fresh budget per request
+			tr.charged, tr.decoded = 0, 0 // a fresh budget per request
 			tr.mu.Unlock()
 			tr.begin(cancel)
 		})

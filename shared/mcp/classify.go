@@ -189,7 +189,7 @@ func (t *transport) failed(op *operation, ctx context.Context, err error, answer
 // came in reply to a call, so a message that does not decode is an answer
 // that could not be read. When the message answers one of op's tools/list
 // calls, op keeps its result, a copy when reused says payload's buffer is
-// reused, and observe returns it.
+// reused, and observe returns the result within payload.
 func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool) (page []byte) {
 	if op == nil {
 		return nil
@@ -218,10 +218,11 @@ func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool
 		}
 		if method == "tools/list" && m.result != nil {
 			page = m.result
+			kept := page
 			if reused {
-				page = bytes.Clone(page)
+				kept = bytes.Clone(page)
 			}
-			op.page, op.pageID = page, key
+			op.page, op.pageID = kept, key
 		}
 	case key == "" && m.error != nil:
 		op.answered[op.last] = true

@@ -342,3 +342,27 @@ func TestSegmentioHasNoNestingLimit(t *testing.T) {
 		t.Error("readMessage accepts 8 Mi open brackets")
 	}
 }
+
+// FuzzDecodeSchema: the validator decodes a stand-in schema with decode
+// (segmentio, as the SDK decodes one), falling back to encoding/json for
+// its error. Both accept the same values and build the same ones.
+func FuzzDecodeSchema(f *testing.F) {
+	for _, in := range []string{`"\ud800"`, `"\udc00x"`, `"\ud83d\ude00"`, "\"\xff\xfe\"", `1e400`, `-0`,
+		`12345678901234567890`, `"\u0000"`, `{"a":1,"a":2}`, `{"a":{"b":[1,{"c":null}]},"A":3}`,
+		`[1.5e-7,true,false,null]`, "\"\xed\xa0\x80\"", `0.1e1`, `"<&>\u2028"`, `{"":1}`, `{"type":"object"}`} {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !shallow(in) {
+			return
+		}
+		var std, seg any
+		err := json.Unmarshal(in, &std)
+		if ok := decode(in, &seg); ok != (err == nil) {
+			t.Fatalf("%q: decode %v, json.Unmarshal %v", in, ok, err)
+		}
+		if diff := cmp.Diff(std, seg); err == nil && diff != "" {
+			t.Fatalf("%q: (-json.Unmarshal +decode):\n%s", in, diff)
+		}
+	})
+}

@@ -248,9 +248,12 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 			return
 		}
 		decoded = nil
-		if err := json.Unmarshal(schema, &decoded); err != nil {
-			v.refuse(t.Name, reasonMarshal+err.Error())
-			return
+		if !decode(schema, &decoded) { // as the SDK decodes a schema; encoding/json says why not
+			decoded = nil
+			if err := json.Unmarshal(schema, &decoded); err != nil {
+				v.refuse(t.Name, reasonMarshal+err.Error())
+				return
+			}
 		}
 	}
 	schema, err := v.remarshalSchema(t, decoded)

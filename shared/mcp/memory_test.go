@@ -157,7 +157,9 @@ func TestListingMemory(t *testing.T) {
 
 // TestSlimmedListingMatchesTheSDKsDecoding: a page answered as JSON, which
 // the SDK is handed with stand-in schemas, lists exactly what the same page
-// answered on an SSE stream, which the SDK decodes in full.
+// answered on an SSE stream lists (slimmed too;
+// TestSlimmedStreamMatchesTheSDKsDecoding compares with the SDK's own
+// decoding).
 func TestSlimmedListingMatchesTheSDKsDecoding(t *testing.T) {
 	page := `{"tools":[
 		{"name":"plain","description":"<&> \u00e9","inputSchema":{"type":"object","properties":{"b":{"type":"number","default":1e2},"a":{"type":"integer","maximum":-0,"minimum":1.5e-7}}}},

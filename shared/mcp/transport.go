@@ -190,6 +190,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.authorized(x.op)
 	}
 	media := mediaType(resp)
+	if ok2xx && media == "text/event-stream" && msg.method == "tools/list" && slimStreams {
+		resp.Body = newSlimBody(x, resp.Body, msg.key, int(max(t.remaining(), 0)))
+		return resp, nil
+	}
 	if ok2xx && media == "text/event-stream" {
 		b := &meteredBody{x: x, rc: resp.Body, key: msg.key}
 		b.tap = sseTap{limit: int(max(t.remaining(), 0)), onEvent: b.observe, data: getTapBuffer()}
