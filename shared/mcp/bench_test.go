@@ -135,7 +135,8 @@ func BenchmarkListingPage(b *testing.B) {
 		for b.Loop() {
 			op := tr.begin(func(error) {})
 			tr.register(request{post: true, key: "n:2", method: "tools/list"})
-			tr.observe(op, msg, true, true)
+			m, ok := readMessage(msg)
+			tr.observe(op, m, ok, true, true)
 			if _, ok := tr.takePage(op); !ok {
 				b.Fatal("no page")
 			}

@@ -157,8 +157,11 @@ func (b *meteredBody) observe(data []byte) {
 		b.err = err
 		return
 	}
-	b.x.t.observe(b.x.op, data, b.key != "", true)
-	b.x.span.answered(data)
+	if b.x.op != nil || b.x.span != nil {
+		m, ok := readMessage(data)
+		b.x.t.observe(b.x.op, m, ok, b.key != "", true)
+		b.x.span.answered(m, ok)
+	}
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
 	}

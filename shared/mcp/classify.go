@@ -190,11 +190,10 @@ func (t *transport) failed(op *operation, ctx context.Context, err error, answer
 // that could not be read. When the message answers one of op's tools/list
 // calls, op keeps its result, a copy when reused says payload's buffer is
 // reused, and observe returns the result within payload.
-func (t *transport) observe(op *operation, payload []byte, fromCall, reused bool) (page []byte) {
+func (t *transport) observe(op *operation, m rpcMessage, ok, fromCall, reused bool) (page []byte) {
 	if op == nil {
 		return nil
 	}
-	m, ok := readMessage(payload)
 	if !ok {
 		if fromCall {
 			t.mu.Lock()
@@ -302,20 +301,28 @@ func (t *transport) checkRedirect(policy func(*http.Request, []*http.Request) er
 // misaddressed is the error a result under another id becomes.
 const misaddressed = `{"code":-32603,"message":"the server answered under another request's id"}`
 
-// readdress makes a JSON response to a call that carries another id, or
-// none, that call's answer, which it is: a JSON body answers the POST it
-// came on. An error is re-addressed to the call; a result becomes an
-// error. The SDK matches by id and would otherwise wait out the operation's
-// budget, or fail to decode a null id, where a refused server/discover
-// should fall back to initialize at once
+// readAnswer reads body, a JSON answer to call, once, and returns it with
+// its message (ok false when it is not one), readdressed: a response that
+// carries another id, or none, becomes that call's answer, which it is, as
+// a JSON body answers the POST it came on. An error is re-addressed to the
+// call; a result becomes an error. The SDK matches by id and would
+// otherwise wait out the operation's budget, or fail to decode a null id,
+// where a refused server/discover should fall back to initialize at once
 // (TestConnectFallsBackWhenDiscoverAnswersAnotherID).
-func readdress(body []byte, call request) []byte {
+func readAnswer(body []byte, call request) (out []byte, m rpcMessage, ok bool) {
+	m, ok = readMessage(body)
 	if call.key == "" {
-		return body
+		return body, m, ok
 	}
-	m, ok := readMessage(body)
+	out, m = readdressed(body, m, ok, call)
+	return out, m, ok
+}
+
+// readdressed is readAnswer's readdressing of body, read as m (ok); it
+// returns the message of what it returns.
+func readdressed(body []byte, m rpcMessage, ok bool, call request) ([]byte, rpcMessage) {
 	if !ok || m.result == nil && m.error == nil || idKey(m.id) == call.key {
-		return body
+		return body, m
 	}
 	e := m.error
 	if e == nil {
@@ -326,7 +333,7 @@ func readdress(body []byte, call request) []byte {
 	out = append(out, call.id...)
 	out = append(out, `,"error":`...)
 	out = append(out, e...)
-	return append(out, '}')
+	return append(out, '}'), rpcMessage{id: []byte(call.id), error: e}
 }
 
 // idKey normalises a JSON-RPC id the way the SDK matches it: integral

@@ -212,14 +212,14 @@ func withMeta(body, params, meta []byte, carrier propagation.MapCarrier) []byte 
 	return splice(end, []byte(`,"params":{"_meta":{`), entries, []byte("}}"))
 }
 
-// answered records the answer payload (a JSON-RPC message) when it
-// answers s's call, and ends s: the JSON-RPC error code, or tool_error
-// for a tools/call result with isError true.
-func (s *mcpSpan) answered(payload []byte) {
+// answered records the answer m (a JSON-RPC message as readMessage read
+// it, ok false when it is not one) when it answers s's call, and ends s:
+// the JSON-RPC error code, or tool_error for a tools/call result with
+// isError true. The transport reads each answer once, for itself and s.
+func (s *mcpSpan) answered(m rpcMessage, ok bool) {
 	if s == nil || s.key == "" {
 		return
 	}
-	m, ok := readMessage(payload)
 	if !ok || m.result == nil && m.error == nil || idKey(m.id) != s.key {
 		return // not an answer (a server's request may reuse the id), or another's
 	}
@@ -231,7 +231,7 @@ func (s *mcpSpan) answered(payload []byte) {
 		decode(m.error, &e)
 		code := strconv.Itoa(e.Code)
 		s.setError(code, "JSON-RPC error "+code, semconv.RPCResponseStatusCode(code))
-	case m.result != nil:
+	case m.result != nil && s.op.Method == "tools/call": // only a tool's result has isError
 		var r struct {
 			IsError bool `json:"isError"`
 		}

@@ -170,7 +170,8 @@ func (b *slimBody) observe(data []byte) {
 		return
 	}
 	msg := data
-	if page := b.x.t.observe(b.x.op, data, b.key != "", true); page != nil {
+	m, ok := readMessage(data)
+	if page := b.x.t.observe(b.x.op, m, ok, b.key != "", true); page != nil {
 		msg = slimToolsList(data, page)
 	}
 	if err := b.x.t.chargeDecoded(b.x.op, msg); err != nil {
@@ -180,7 +181,7 @@ func (b *slimBody) observe(data []byte) {
 	if len(msg) > 0 && &msg[0] != &data[0] {
 		b.slim = msg
 	}
-	b.x.span.answered(data)
+	b.x.span.answered(m, ok)
 	if b.key != "" {
 		b.x.t.answeredStream(b.x, b.key)
 	}

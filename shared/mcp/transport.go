@@ -203,8 +203,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	body, err = t.readAll(x.op, resp)
 	resp.Body.Close()
+	var (
+		answer = body // readdressed
+		m      rpcMessage
+		isMsg  bool
+	)
+	if err == nil && (!ok2xx && x.span != nil || ok2xx && media == "application/json" && (msg.key != "" || x.span != nil)) {
+		answer, m, isMsg = readAnswer(body, msg)
+	}
 	if x.span != nil && err == nil && (!ok2xx || media == "application/json") {
-		x.span.answered(readdress(body, msg))
+		x.span.answered(m, isMsg)
 	}
 	x.stop()
 	if err != nil {
@@ -215,8 +223,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.observeRefusal(x.op, resp.StatusCode, body)
 	case msg.key == "":
 	case media == "application/json":
-		body = readdress(body, msg)
-		if page := t.observe(x.op, body, true, false); page != nil {
+		body = answer
+		if page := t.observe(x.op, m, isMsg, true, false); page != nil {
 			body = slimToolsList(body, page)
 		}
 	default:
