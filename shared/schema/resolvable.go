@@ -46,14 +46,15 @@ var plainKeywords = map[string]int{
 // encoding/json, is doc, once index has accepted its references. It says
 // yes only for a schema that uses only plainKeywords, each in the shape
 // jsonschema-go decodes, integers within int32 and written without an
-// exponent, never both $defs and definitions, and $schema at the root
-// only. With no $id and no anchor, every reference is a JSON Pointer from
+// exponent, never both $defs and definitions, $schema at the root only,
+// and no object with a key twice (encoding/json keeps the last value;
+// jsonschema-go's decode may fail on the first). With no $id and no anchor, every reference is a JSON Pointer from
 // the root, which index has followed as jsonschema-go does. false means
 // "not known": Check asks jsonschema-go (DESIGN.md, "Resolving without
 // jsonschema-go"; TestPlainResolvesAgreesWithJSONSchemaGo).
 func plainResolves(raw []byte, doc any) bool {
 	m, ok := doc.(map[string]any)
-	if !ok || hasExponent(raw) {
+	if !ok || hasExponent(raw) || rawKeys(raw) != keys(doc) {
 		return false
 	}
 	if s, ok := m["$schema"]; ok {
@@ -157,4 +158,46 @@ func hasExponent(raw []byte) bool {
 		}
 	}
 	return false
+}
+
+// rawKeys counts the object keys written in raw, valid JSON: the strings
+// followed by a colon.
+func rawKeys(raw []byte) int {
+	n := 0
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
+		}
+		for i++; i < len(raw) && raw[i] != '"'; i++ {
+			if raw[i] == '\\' {
+				i++
+			}
+		}
+		j := i + 1
+		for j < len(raw) && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\n' || raw[j] == '\r') {
+			j++
+		}
+		if j < len(raw) && raw[j] == ':' {
+			n++
+		}
+	}
+	return n
+}
+
+// keys counts the members of every object in v, a value decoded by
+// encoding/json: fewer than rawKeys when some object repeats a key.
+func keys(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n = len(v)
+		for _, e := range v {
+			n += keys(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += keys(e)
+		}
+	}
+	return n
 }

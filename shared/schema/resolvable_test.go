@@ -50,7 +50,8 @@ var refWrappers = []string{
 
 // TestPlainResolvesAgreesWithJSONSchemaGo: every keyword the meta-schema
 // names, case variants of some and keywords it does not name, with values
-// of every shape, below a reference at several places, and the realistic
+// of every shape, below a reference at several places, each keyword twice
+// in one object, and the realistic
 // schemas of the other tests: Check gives each the verdict and message it
 // gives resolving through jsonschema-go, and takes the shortcut for every
 // realistic schema with a reference and a third of the accepted cases.
@@ -91,6 +92,13 @@ func TestPlainResolvesAgreesWithJSONSchemaGo(t *testing.T) {
 			try(fmt.Appendf(nil, w, v))
 		}
 	}
+	for _, kw := range kws { // a keyword twice: encoding/json keeps the last, jsonschema-go may fail on the first
+		for _, first := range short {
+			for _, last := range []string{`1`, `"x"`, `{}`} {
+				try(fmt.Appendf(nil, refWrappers[0], fmt.Sprintf("{%q:%s,%[1]q:%[3]s}", kw, first, last)))
+			}
+		}
+	}
 	realistic := catalog()
 	for i := range 1000 {
 		realistic = append(realistic, distinct(i))
@@ -115,6 +123,7 @@ func FuzzPlainResolves(f *testing.F) {
 	for _, w := range refWrappers {
 		f.Add(fmt.Appendf(nil, w, `{"type":"object","properties":{"p":{"type":"string","maxLength":5}}}`))
 	}
+	f.Add(fmt.Appendf(nil, refWrappers[0], `{"maxLength":1,"maxLength":2}`))
 	f.Add(distinct(2))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if len(doc) > 4096 {
