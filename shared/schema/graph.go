@@ -3,7 +3,6 @@ package schema
 import (
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,13 +223,13 @@ func (x *indexer) declareAnchors(s map[string]any, path, base string) error {
 // does Check for schemas it does not hand to jsonschema-go.
 func compilePatterns(s map[string]any, path string) error {
 	if p, ok := s["pattern"].(string); ok {
-		if _, err := regexp.Compile(p); err != nil {
+		if err := compiles(p); err != nil {
 			return refuse(ruleCompile, "pattern at %s: %s", pointer(path), err)
 		}
 	}
 	pp, _ := s["patternProperties"].(map[string]any)
 	for _, p := range slices.Sorted(maps.Keys(pp)) {
-		if _, err := regexp.Compile(p); err != nil {
+		if err := compiles(p); err != nil {
 			return refuse(ruleCompile, "patternProperties at %s: %s", pointer(path), err)
 		}
 	}
