@@ -176,20 +176,11 @@ func cpuShareCase(ctx context.Context, db *dynamodb.Client, m *localstack.Moto, 
 		"MCPFN_BATCH_CONCURRENCY="+strconv.Itoa(instanceBatch),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(mb),
 		"MCPFN_CATALOG_TABLE="+table)
-	f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: "discover", Timeout: cpuShareTimeout, Env: env})
+	in, stop, err := startInGroup(cg, bin, "discover", env)
 	if err != nil {
-		_ = cg.Remove()
 		return "", nil, err
 	}
-	defer func() {
-		_ = f.Stop()
-		time.Sleep(100 * time.Millisecond)
-		_ = cg.Remove()
-	}()
-	if err := cg.Add(f.PID()); err != nil {
-		return "", nil, err
-	}
-	in := &cpuInstance{f: f, bin: bin}
+	defer stop()
 	var bodies []string
 	for j := range instanceBatch {
 		body, _ := json.Marshal(map[string]string{"catalog_id": fmt.Sprintf("cpu-%d-%d-%d", mb, ci, j), "server_url": srv.URL + "/mcp"})
@@ -319,4 +310,24 @@ func singleDiscoveries(ctx context.Context, db *dynamodb.Client, m *localstack.M
 		stop()
 	}
 	return b.String(), sum, nil
+}
+
+// startInGroup starts bootstrap bin as function name with env under the
+// RIE, in cg. stop ends it, then removes cg; on an error cg is removed too.
+func startInGroup(cg *bench.CPUCgroup, bin, name string, env []string) (in *cpuInstance, stop func(), err error) {
+	f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: name, Timeout: cpuShareTimeout, Env: env})
+	if err != nil {
+		_ = cg.Remove()
+		return nil, nil, err
+	}
+	stop = func() {
+		_ = f.Stop()
+		time.Sleep(100 * time.Millisecond)
+		_ = cg.Remove()
+	}
+	if err := cg.Add(f.PID()); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return &cpuInstance{f: f, bin: bin}, stop, nil
 }

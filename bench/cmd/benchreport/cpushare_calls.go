@@ -108,20 +108,11 @@ func primedCallsAt(ctx context.Context, db *dynamodb.Client, bin string, base []
 	}
 	env := append(append([]string(nil), base...), "MCPFN_CALLS_TABLE="+table,
 		"MCPFN_BATCH_CONCURRENCY="+strconv.Itoa(instanceBatch), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(mb))
-	f, err := localstack.StartFunction(localstack.Config{Bootstrap: bin, Name: "call", Timeout: cpuShareTimeout, Env: env})
+	in, stop, err := startInGroup(cg, bin, "call", env)
 	if err != nil {
-		_ = cg.Remove()
 		return "", nil, err
 	}
-	defer func() {
-		_ = f.Stop()
-		time.Sleep(100 * time.Millisecond)
-		_ = cg.Remove()
-	}()
-	if err := cg.Add(f.PID()); err != nil {
-		return "", nil, err
-	}
-	in := &cpuInstance{f: f, bin: bin}
+	defer stop()
 	var b strings.Builder
 	var first cpuRun
 	var warmWall, warmCPU, singleWall, singleCPU []time.Duration
