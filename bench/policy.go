@@ -3,39 +3,19 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpfn/mcpfn/shared/policy"
+	"github.com/mcpfn/mcpfn/shared/policy/policytest"
 )
 
 // PolicyRules is the size of the policy PolicyCost checks: the most rules a
 // document may hold.
 const PolicyRules = policy.MaxRules
 
-// PolicyDoc is a policy of n rules: every fifth a glob, every second
-// conditioned on args.x.
-func PolicyDoc(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"default": "allow", "rules": [`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		tool := fmt.Sprintf("tool_%d", i)
-		if i%5 == 0 {
-			tool = fmt.Sprintf("glob_%d_*", i)
-		}
-		when := ""
-		if i%2 == 1 {
-			when = fmt.Sprintf(`, "when": "has(args.x) && args.x > %d"`, i)
-		}
-		fmt.Fprintf(&b, `{"tool": %q, "decision": "deny"%s}`, tool, when)
-	}
-	b.WriteString(`]}`)
-	return []byte(b.String())
-}
+// PolicyDoc is a policy of n rules (policytest.Rules).
+func PolicyDoc(n int) []byte { return policytest.Rules(n) }
 
 // PolicyCosts is what a PolicyRules-rule policy costs: a call the last rule
 // decides (every rule tried, its condition run), a call no rule matches,

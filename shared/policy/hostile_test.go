@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpfn/mcpfn/shared/policy"
+	"github.com/mcpfn/mcpfn/shared/policy/policytest"
 )
 
 // TestHostileDocumentsRefused: each refused whole with ErrInvalid and a
@@ -66,25 +67,5 @@ func TestThousandRulesAccepted(t *testing.T) {
 	}
 }
 
-// thousandRules is MaxRules rules: every fifth a glob, every second a
-// condition on args.x.
-func thousandRules() string {
-	var b strings.Builder
-	b.WriteString(`{"default": "allow", "rules": [`)
-	for i := range policy.MaxRules {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		tool := fmt.Sprintf("tool_%d", i)
-		if i%5 == 0 {
-			tool = fmt.Sprintf("glob_%d_*", i)
-		}
-		when := ""
-		if i%2 == 1 {
-			when = fmt.Sprintf(`, "when": "has(args.x) && args.x > %d"`, i)
-		}
-		fmt.Fprintf(&b, `{"tool": %q, "decision": "deny"%s}`, tool, when)
-	}
-	b.WriteString(`]}`)
-	return b.String()
-}
+// thousandRules is MaxRules rules (policytest.Rules).
+func thousandRules() string { return string(policytest.Rules(policy.MaxRules)) }
