@@ -47,15 +47,7 @@ func TestProcessCPU(t *testing.T) {
 
 func TestCommandRunsInTheGroup(t *testing.T) {
 	name := fmt.Sprintf("mcpfn-bench-test-%d", os.Getpid())
-	cg, err := NewCPUCgroup(name, 0.5)
-	if err != nil {
-		t.Skipf("no cgroup to test with: %v", err)
-	}
-	defer func() {
-		if err := cg.Remove(); err != nil {
-			t.Errorf("Remove: %v", err)
-		}
-	}()
+	cg := testGroup(t, name)
 	out, err := cg.Command(t.Context(), "cat", "/proc/self/cgroup").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -67,15 +59,7 @@ func TestCommandRunsInTheGroup(t *testing.T) {
 
 func TestStartGatedJoinsBeforeExec(t *testing.T) {
 	name := fmt.Sprintf("mcpfn-bench-gated-%d", os.Getpid())
-	cg, err := NewCPUCgroup(name, 0.5)
-	if err != nil {
-		t.Skipf("no cgroup to test with: %v", err)
-	}
-	defer func() {
-		if err := cg.Remove(); err != nil {
-			t.Errorf("Remove: %v", err)
-		}
-	}()
+	cg := testGroup(t, name)
 	cmd := cg.CommandGated("cat", "/proc/self/cgroup")
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -113,4 +97,20 @@ func cpuGroup(listing string) string {
 		}
 	}
 	return ""
+}
+
+// testGroup is a new cgroup at half a core, removed when t ends; t is
+// skipped where the machine has no cgroup v1 cpu controller to make one.
+func testGroup(t *testing.T, name string) *CPUCgroup {
+	t.Helper()
+	cg, err := NewCPUCgroup(name, 0.5)
+	if err != nil {
+		t.Skipf("no cgroup to test with: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cg.Remove(); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	})
+	return cg
 }
