@@ -141,14 +141,16 @@ func TestBatchReportingFailures(t *testing.T) {
 	}
 }
 
-// TestBatchDeadlineTooShort: two at a time, 4.5 s each, 10 s to the deadline
-// and a 1 s reserve: the third pair starts at 9 s with no budget left.
+// TestBatchDeadlineTooShort: two at a time, 4.4 s each, 10 s to the deadline
+// and a 1 s reserve: the second pair has 4.6 s, and the third pair comes at
+// 8.8 s with 0.2 s left. (At 4.5 s the second pair's sleep and its budget
+// ended at the same instant, and select chose between them at random.)
 func TestBatchDeadlineTooShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, runner.Config{Concurrency: 2, Reserve: time.Second, MinBudget: time.Second})
 		var bodies []string
 		for range 6 {
-			bodies = append(bodies, body("ok", "sleep", "4.5s"))
+			bodies = append(bodies, body("ok", "sleep", "4.4s"))
 		}
 		ctx, cancel := runnertest.Context(t.Context(), "req-1", 10*time.Second)
 		defer cancel()
