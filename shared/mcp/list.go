@@ -90,7 +90,8 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 // reaches it as sent, and one entry's ill-typed title, annotations or
 // _meta fails the whole page. The page, with each such value null (as a
 // JSON answer is handed to the SDK), is decoded here; the validator then
-// refuses those entries. Any other failure, or a page that still does not
+// refuses those entries. Null entries are dropped, as the SDK drops them.
+// Any other failure, or a page that still does not
 // decode, keeps the SDK's error.
 func (c *Conn) redecode(op *operation, raw []byte, sdkErr error) (*sdk.ListToolsResult, error) {
 	if fatal, _, _ := c.tr.outcome(op); fatal != nil || !strings.Contains(sdkErr.Error(), "unmarshal") {
@@ -100,6 +101,9 @@ func (c *Conn) redecode(op *operation, raw []byte, sdkErr error) (*sdk.ListTools
 	if !decode(slimToolsList(raw, raw), &res) {
 		return nil, sdkErr
 	}
+	// The SDK drops a null entry (filterValidTools); so must we, or the
+	// validator pairs each later entry with the one before it.
+	res.Tools = slices.DeleteFunc(res.Tools, func(t *sdk.Tool) bool { return t == nil })
 	return &res, nil
 }
 

@@ -136,3 +136,25 @@ func (c *chunked) Read(p []byte) (int, error) {
 	c.s = c.s[n:]
 	return n, nil
 }
+
+// TestRedecodeDropsNullEntries: a page the SDK could not decode (an SSE
+// answer it reads unslimmed) is decoded again by redecode; a null entry in
+// it is refused once and the entries after it keep their own schemas,
+// exactly as in a JSON answer.
+func TestRedecodeDropsNullEntries(t *testing.T) {
+	page := toolsPage(`null`, `{"name":"hint_string","annotations":{"readOnlyHint":"yes"},"inputSchema":{"type":"object"}}`,
+		`{"name":"ok","inputSchema":{"type":"object"}}`, `null`, `{"name":"ok2","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)
+	want, _, err := listFrom(t, serveToolsPage(t, page, false))
+	if err != nil || len(want.Tools) != 2 || len(want.Refused) != 3 {
+		t.Fatalf("JSON listing = %+v, %v; want ok and ok2 and three refusals", want, err)
+	}
+	slimStreams = false
+	defer func() { slimStreams = true }()
+	got, _, err := listFrom(t, serveToolsPage(t, page, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("listing (-JSON +SSE decoded again):\n%s", diff)
+	}
+}
