@@ -422,11 +422,3 @@ func TestStaleRequestOncePerWindow(t *testing.T) {
 		t.Errorf("StaleRequest created a head: %v, %v", out.Item, err)
 	}
 }
-
-func (c *cancelAfter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	out, err := c.DynamoAPI.UpdateItem(ctx, in, o...)
-	if c.n.Add(-1) == 0 {
-		c.cancel()
-	}
-	return out, err
-}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,34 +148,35 @@ func TestSweepStopsWhenTheBudgetEnds(t *testing.T) {
 	}
 }
 
-// cancelAfter cancels a context after n UpdateItems have been answered.
-type cancelAfter struct {
-	schedule.DynamoAPI
-	n      atomic.Int64
-	cancel context.CancelFunc
-}
-
-// TestBudgetEndsMidPage: the sweep's context ends after a few claims; the
-// claims under way still land and are sent, no new sendBatch starts, and
-// the next sweep enqueues the rest: every catalog once.
+// TestBudgetEndsMidPage: the sweep's context ends while the first claims
+// are under way; they still land and are sent, no new sendBatch starts,
+// and the next sweep enqueues the rest: every catalog once.
+//
+// Each request takes 10 ms: the Queries answer at 10 ms, each shard's
+// first sendBatch claims from 10 to 20 ms, and the context is cancelled at
+// 15 ms, between the two, so every first sendBatch is under way and every
+// shard finds it ended when it looks for a next one at 20 ms. (Cancelled
+// when the third claim was answered, the context ended at 20 ms, the
+// instant at which every shard looks for its next sendBatch, and a shard
+// that looked before the cancel started one.)
 func TestBudgetEndsMidPage(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const n = 200 // about 25 a shard: no shard's first sendBatch takes them all
 		mem := newMemTable(n, time.Now(), 10*time.Millisecond)
 		ctx, cancel := context.WithCancel(t.Context())
-		api := &cancelAfter{DynamoAPI: mem, cancel: cancel}
-		api.n.Store(3)
+		defer cancel()
+		time.AfterFunc(15*time.Millisecond, cancel)
 		perShard := map[string]int{}
 		for i := range n {
 			perShard[catalog.DueShard(fmt.Sprintf("c%04d", i))]++
 		}
-		underWay := 0 // each shard's first sendBatch: under way when the 3rd claim is answered
+		underWay := 0 // each shard's first sendBatch: under way at 15 ms
 		for _, c := range perShard {
 			underWay += min(c, 10)
 		}
 		q := &queue{}
-		sw, err := schedule.New(api, "catalog", schedule.Options{}).Sweep(ctx, q, time.Time{})
+		sw, err := schedule.New(mem, "catalog", schedule.Options{}).Sweep(ctx, q, time.Time{})
 		if err != nil || sw.Complete || sw.Enqueued != underWay || sw.Stranded != 0 {
 			t.Fatalf("Sweep = %+v, %v; want an incomplete sweep that sent the %d claims under way, no more", sw, err, underWay)
 		}
