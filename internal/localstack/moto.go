@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,14 +148,9 @@ func (m *Moto) waitReady() error {
 		resp, err := client.Get(m.endpoint + "/moto-api/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				// The answer must come from our process, not a stale one
-				// that held the port: ours would have exited on bind.
-				select {
-				case <-m.done:
-					return fmt.Errorf("exited after another server answered: %v", m.waitErr)
-				case <-time.After(100 * time.Millisecond):
-				}
+			// The answer must come from our process, not another that
+			// holds the port.
+			if resp.StatusCode == http.StatusOK && answeredByUs(m.cmd.Process.Pid, strings.TrimPrefix(m.endpoint, "http://"), m.done, 100*time.Millisecond) {
 				return nil
 			}
 		}

@@ -66,3 +66,35 @@ func findChild(pid int, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("localstack: no %s process under pid %d", name, pid)
 }
+
+// listens reports whether process pid holds the socket listening on TCP
+// port of 127.0.0.1: the socket's inode, from /proc/PID/net/tcp, among
+// the process's open files.
+func listens(pid, port int) (bool, error) {
+	table, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false, err
+	}
+	want := fmt.Sprintf("0100007F:%04X", port)
+	inodes := map[string]bool{}
+	for line := range strings.Lines(string(table)) {
+		f := strings.Fields(line)
+		if len(f) > 9 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return false, nil
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && inodes[target] {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -234,6 +234,25 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// answeredByUs decides, once something answered on addr (127.0.0.1:PORT),
+// whether it was process pid: true when pid holds the port's listener,
+// false when another process does (pid then exits on bind, or binds once
+// the port is free). Without /proc it waits settle and reports whether
+// pid is still running: a stale listener's port makes it exit on bind.
+func answeredByUs(pid int, addr string, done <-chan struct{}, settle time.Duration) bool {
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if ok, err := listens(pid, port); err == nil {
+		return ok
+	}
+	select {
+	case <-done:
+		return false
+	case <-time.After(settle):
+		return true
+	}
+}
+
 func (f *Function) waitReady(addr string) error {
 	deadline := time.Now().Add(RIEReadyTimeout)
 	for time.Now().Before(deadline) {
@@ -245,13 +264,9 @@ func (f *Function) waitReady(addr string) error {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			conn.Close()
-			// A stale listener may hold the port; ours then exits on bind.
-			select {
-			case <-f.done:
-				return fmt.Errorf("exited after the port answered: %v", f.waitErr)
-			case <-time.After(50 * time.Millisecond):
+			if answeredByUs(f.cmd.Process.Pid, addr, f.done, 50*time.Millisecond) {
+				return nil
 			}
-			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
