@@ -150,7 +150,7 @@ func (m *Moto) waitReady() error {
 			resp.Body.Close()
 			// The answer must come from our process, not another that
 			// holds the port.
-			if resp.StatusCode == http.StatusOK && answeredByUs(m.cmd.Process.Pid, strings.TrimPrefix(m.endpoint, "http://"), m.done, 100*time.Millisecond) {
+			if resp.StatusCode == http.StatusOK && answeredByUs(m.cmd.Process.Pid, m.done, 100*time.Millisecond, strings.TrimPrefix(m.endpoint, "http://")) {
 				return nil
 			}
 		}

@@ -27,14 +27,25 @@ func TestAnsweredByUs(t *testing.T) {
 	}
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
 	running := make(chan struct{})
-	if !answeredByUs(os.Getpid(), l.Addr().String(), running, time.Hour) {
+	if !answeredByUs(os.Getpid(), running, time.Hour, l.Addr().String()) {
 		t.Error("this process's listener: not answered by this process")
 	}
-	if answeredByUs(other.Process.Pid, l.Addr().String(), running, time.Hour) {
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !answeredByUs(os.Getpid(), running, time.Hour, l.Addr().String(), l2.Addr().String()) {
+		t.Error("two listeners of this process: not both held by it")
+	}
+	l2.Close()
+	if answeredByUs(os.Getpid(), running, time.Hour, l.Addr().String(), l2.Addr().String()) {
+		t.Error("one listener closed: both held by this process")
+	}
+	if answeredByUs(other.Process.Pid, running, time.Hour, l.Addr().String()) {
 		t.Error("this process's listener: answered by another process")
 	}
 	l.Close()
-	if answeredByUs(os.Getpid(), l.Addr().String(), running, time.Hour) {
+	if answeredByUs(os.Getpid(), running, time.Hour, l.Addr().String()) {
 		t.Error("a closed listener: answered by this process")
 	}
 }

@@ -208,7 +208,7 @@ func start(cfg Config, bootstrap string) (*Function, error) {
 		f.waitErr = f.cmd.Wait()
 		close(f.done)
 	}()
-	if err := f.waitReady(emulator); err != nil {
+	if err := f.waitReady(emulator, api); err != nil {
 		_ = f.Stop()
 		return nil, fmt.Errorf("localstack: %s on %s: %w; stderr: %s", cfg.Name, emulator, err, f.stderrTail(2000))
 	}
@@ -234,26 +234,36 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// answeredByUs decides, once something answered on addr (127.0.0.1:PORT),
-// whether it was process pid: true when pid holds the port's listener,
-// false when another process does (pid then exits on bind, or binds once
-// the port is free). Without /proc it waits settle and reports whether
-// pid is still running: a stale listener's port makes it exit on bind.
-func answeredByUs(pid int, addr string, done <-chan struct{}, settle time.Duration) bool {
-	_, p, _ := net.SplitHostPort(addr)
-	port, _ := strconv.Atoi(p)
-	if ok, err := listens(pid, port); err == nil {
-		return ok
+// answeredByUs decides, once something answered on addrs[0], whether it
+// was process pid: true when pid holds the listener of every addr
+// (127.0.0.1:PORT), false when another process holds one (pid then exits
+// on bind, or binds once the port is free). Without /proc it waits settle
+// and reports whether pid is still running: a port held by another
+// process makes it exit on bind.
+func answeredByUs(pid int, done <-chan struct{}, settle time.Duration, addrs ...string) bool {
+	for _, addr := range addrs {
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		ok, err := listens(pid, port)
+		if err != nil {
+			select {
+			case <-done:
+				return false
+			case <-time.After(settle):
+				return true
+			}
+		}
+		if !ok {
+			return false
+		}
 	}
-	select {
-	case <-done:
-		return false
-	case <-time.After(settle):
-		return true
-	}
+	return true
 }
 
-func (f *Function) waitReady(addr string) error {
+// waitReady waits until the RIE answers on addr, its emulator address,
+// holding both its ports: it binds the runtime API's (api) too, and exits
+// when that one is taken.
+func (f *Function) waitReady(addr, api string) error {
 	deadline := time.Now().Add(RIEReadyTimeout)
 	for time.Now().Before(deadline) {
 		select {
@@ -264,7 +274,7 @@ func (f *Function) waitReady(addr string) error {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			conn.Close()
-			if answeredByUs(f.cmd.Process.Pid, addr, f.done, 50*time.Millisecond) {
+			if answeredByUs(f.cmd.Process.Pid, f.done, 50*time.Millisecond, addr, api) {
 				return nil
 			}
 		}
