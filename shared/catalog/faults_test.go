@@ -258,6 +258,7 @@ func TestStalledStoreHonoursTheDeadline(t *testing.T) {
 				t.Fatal("no request stalled")
 			}
 			p.arm(nil)
+			p.forwards.Wait() // a write whose client gave up may still be landing (see cut)
 			got := catalogtest.MustGet(t, s, "id")
 			catalogtest.AssertContent(t, got, a)
 			if got.Version != ra.Version || got.LastFailure != nil {

@@ -67,3 +67,39 @@ func TestDirGetMissingVersionFile(t *testing.T) {
 	}
 	assertMissing(t, s, "gone", res.Version)
 }
+
+// TestGetMissingToolItem: a version that lost one tool item is missing,
+// and the error says how many of its tools are gone.
+func TestGetMissingToolItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, table := catalogtest.NewTable(t, awstest.SharedMoto(t))
+	s := catalog.NewDynamo(client, table)
+	res := catalogtest.MustPut(t, s, "lost", catalogtest.Discover(catalogtest.Listing(3, "a"), 0))
+	out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	for _, item := range out.Items {
+		pk, _ := item[catalog.PartitionKey].(*types.AttributeValueMemberS)
+		sk, _ := item[catalog.SortKey].(*types.AttributeValueMemberS)
+		if pk == nil || sk == nil || !strings.HasPrefix(pk.Value, "lost#c#") || !strings.HasPrefix(sk.Value, "t#") {
+			continue
+		}
+		if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+			catalog.PartitionKey: pk, catalog.SortKey: sk,
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		deleted = true
+		break
+	}
+	if !deleted {
+		t.Fatal("found no tool item to delete")
+	}
+	assertMissing(t, s, "lost", res.Version)
+	if _, err := s.Get(ctx, "lost"); err == nil || !strings.Contains(err.Error(), "1 of its 3 tools") {
+		t.Errorf("Get: %v, want 1 of its 3 tools named missing", err)
+	}
+}

@@ -153,6 +153,15 @@ func (s *Dynamo) readVersion(ctx context.Context, id string, h head) ([]mcp.Tool
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if found < len(m.tools) { // what was found, so that missing can say how much is not
+		got := tools[:0]
+		for i, t := range tools {
+			if have[i] {
+				got = append(got, t)
+			}
+		}
+		tools = got
+	}
 	return tools, m.refused, found == len(m.tools), nil
 }
 
