@@ -170,16 +170,18 @@ func sweepSummary(t *testing.T, logs []string) (unanswered, stranded int) {
 	return 0, 0
 }
 
-// TestSweepKeepsItsWord: 2,000 due catalogs, a 5 s function timeout and
-// an SQS that takes 250 ms a request, through the discover bootstrap under
-// the RIE. No sweep gets through them all; successive sweeps enqueue
+// TestSweepKeepsItsWord: 400 due catalogs, a 5 s function timeout and
+// an SQS that takes 1 s a request, through the discover bootstrap under
+// the RIE: a shard then sends one batch of 10 a sweep. (With 2,000 and
+// 250 ms, moto's 16 shard queries, each a scan of the table, outlasted
+// sweep after sweep on a loaded machine.) No sweep gets through them all; successive sweeps enqueue
 // every catalog at most once, and each one not enqueued was counted
 // (stranded, or unanswered with nothing in the queue); the queue holds
 // what the sweeps enqueued so far, plus at most what went unanswered.
 func TestSweepKeepsItsWord(t *testing.T) {
-	const n, timeout = 2000, 5 * time.Second
+	const n, timeout = 400, 5 * time.Second
 	moto := awstest.SharedMoto(t)
-	proxy := newDelayingProxy(t, moto.Endpoint(), 250*time.Millisecond)
+	proxy := newDelayingProxy(t, moto.Endpoint(), time.Second)
 	s := newStack(t, stackOptions{
 		timeout: timeout,
 		env:     []string{"AWS_ENDPOINT_URL_SQS=" + proxy.URL, "MCPFN_RESERVE=2s"},
