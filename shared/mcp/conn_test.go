@@ -333,7 +333,9 @@ func TestHeaderBlocks(t *testing.T) {
 				client = loopback(t, u, 5*time.Second)
 			}
 			defer client.CloseIdleConnections()
-			_, err := Connect(testCtx(t, 5*time.Second), Config{URL: u, HTTPClient: client})
+			// A generous deadline: reading 9 MiB under -race on a busy machine
+			// took over 5 s once (a CI pair beside two helpers, load 16).
+			_, err := Connect(testCtx(t, time.Minute), Config{URL: u, HTTPClient: client})
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrProtocol) {
 				t.Errorf("err = %v, want %v wrapping ErrProtocol", err, tc.want)
 			}
