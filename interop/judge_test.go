@@ -101,3 +101,26 @@ func TestJudgeTimingWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTimingFails: a scenario is run again alone only when a timing
+// check failed and nothing else did.
+func TestOnlyTimingFails(t *testing.T) {
+	late := check{ID: "client-sse-retry-timing", Status: "FAILURE"}
+	slow := check{ID: "client-sse-retry-timing", Status: "WARNING"}
+	ok := check{ID: "client-sse-retry-reconnect", Status: "SUCCESS"}
+	bad := check{ID: "client-sse-retry-reconnect", Status: "FAILURE"}
+	for _, tc := range []struct {
+		checks []check
+		want   bool
+	}{
+		{[]check{ok, late}, true},
+		{[]check{late, bad}, false},
+		{[]check{ok, slow}, false},
+		{[]check{ok}, false},
+		{[]check{late, {ID: "other", Status: "WARNING"}}, false},
+	} {
+		if got := onlyTimingFails(tc.checks); got != tc.want {
+			t.Errorf("onlyTimingFails(%+v) = %t, want %t", tc.checks, got, tc.want)
+		}
+	}
+}
