@@ -157,6 +157,7 @@ type validator struct {
 	listing  Listing
 	accepted map[string]bool
 	buf      []byte  // the schema being encoded
+	canon    canon   // reads a stand-in's schema from the entry
 	entry    rawTool // the raw entry being considered
 	arena    []byte  // holds the accepted schemas
 }
@@ -244,29 +245,9 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 			raw = &v.entry
 		}
 	}
-	decoded := t.InputSchema
-	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && raw != nil && raw.InputSchema.raw != nil {
-		schema := raw.InputSchema.raw
-		if decodedCost(schema) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
-			v.refuse(t.Name, reasonCost)
-			return
-		}
-		decoded = nil
-		if !decode(schema, &decoded) { // as the SDK decodes a schema; encoding/json says why not
-			decoded = nil
-			if err := json.Unmarshal(schema, &decoded); err != nil {
-				v.refuse(t.Name, reasonMarshal+err.Error())
-				return
-			}
-		}
-	}
-	schema, err := v.remarshalSchema(t, decoded)
-	if err != nil {
-		v.refuse(t.Name, reasonMarshal+err.Error())
-		return
-	}
-	if !objectSchema(decoded, schema) {
-		v.refuse(t.Name, reasonSchema)
+	schema, reason := v.inputSchema(t, raw)
+	if reason != "" {
+		v.refuse(t.Name, reason)
 		return
 	}
 	tool := Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
@@ -276,6 +257,44 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 	}
 	v.accepted[t.Name] = true
 	v.listing.Tools = append(v.listing.Tools, tool)
+}
+
+// inputSchema returns t's input schema as json.Marshal writes it, or why
+// the entry is refused. Where the SDK holds an empty object, which is what
+// it makes of a stand-in (slimToolsList), the schema is read from raw, the
+// entry: canonically when canon reads it, decoded and re-marshaled when
+// not.
+func (v *validator) inputSchema(t *sdk.Tool, raw *rawTool) (json.RawMessage, string) {
+	decoded := t.InputSchema
+	if m, ok := decoded.(map[string]any); ok && len(m) == 0 && raw != nil && raw.InputSchema.raw != nil {
+		schema := raw.InputSchema.raw
+		if decodedCost(schema) > MaxDecodedCost { // the SDK never decoded it: bound what this decoding may build
+			return nil, reasonCost
+		}
+		if plain(map[string]any(t.Meta), 0) && plain(t.OutputSchema, 0) {
+			if buf, object, ok := v.canon.appendCanonical(v.buf[:0], schema); ok {
+				if v.buf = buf; !object {
+					return nil, reasonSchema
+				}
+				return v.keep(buf), ""
+			}
+		}
+		decoded = nil
+		if !decode(schema, &decoded) { // as the SDK decodes a schema; encoding/json says why not
+			decoded = nil
+			if err := json.Unmarshal(schema, &decoded); err != nil {
+				return nil, reasonMarshal + err.Error()
+			}
+		}
+	}
+	schema, err := v.remarshalSchema(t, decoded)
+	if err != nil {
+		return nil, reasonMarshal + err.Error()
+	}
+	if !objectSchema(decoded, schema) {
+		return nil, reasonSchema
+	}
+	return schema, ""
 }
 
 // validToolName reports whether name is a tool name the MCP specification
