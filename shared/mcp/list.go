@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -136,6 +137,10 @@ func (c *Conn) keepPage(cursor string, raw []byte) {
 // mayBeCached reports whether a raw tools/list result carries a ttlMs that
 // is not zero, null or negative.
 func mayBeCached(raw []byte) bool {
+	// A key decodes to "ttlMs" only as those bytes or with a \u escape.
+	if !bytes.Contains(raw, []byte("ttlMs")) && !bytes.Contains(raw, []byte(`\u`)) {
+		return false
+	}
 	var result struct {
 		TTL json.RawMessage `json:"ttlMs"`
 	}

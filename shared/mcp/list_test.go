@@ -306,3 +306,26 @@ func TestListToolsSeesEntriesTheSDKServesFromItsCache(t *testing.T) {
 		t.Errorf("tools/list requests = %d, want 1 (the second listing from the SDK's cache)", got)
 	}
 }
+
+// TestMayBeCached: only a ttlMs that is a positive number, its key
+// escaped or not, lets the SDK cache a page; the last key wins.
+func TestMayBeCached(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"tools":[]}`:                           false,
+		`{"ttlMs":60000,"tools":[]}`:             true,
+		`{"\u0074tlMs":60000,"tools":[]}`:        true,
+		`{"ttl\u004ds":1}`:                       true,
+		`{"ttlMs":0}`:                            false,
+		`{"ttlMs":-5}`:                           false,
+		`{"ttlMs":null}`:                         false,
+		`{"ttlMs":0.5}`:                          true,
+		`{"ttlMs":1,"ttlMs":0}`:                  false,
+		`{"tools":[{"description":"ttlMs: 5"}]}`: false,
+		`{"tools":[{"description":"\u003c"}]}`:   false,
+		`{"ttlms":5}`:                            false,
+	} {
+		if got := mayBeCached([]byte(raw)); got != want {
+			t.Errorf("mayBeCached(%s) = %v, want %v", raw, got, want)
+		}
+	}
+}
