@@ -142,32 +142,24 @@ func BenchmarkListingPage(b *testing.B) {
 			}
 		}
 	})
-	b.Run("validate", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		for b.Loop() {
-			v := newValidator()
-			v.page(res.Tools, raw, nil)
-			if len(v.listing.Tools) != 50 {
-				b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
-			}
-		}
-	})
-	// The SDK handed the page with stand-ins, as slimToolsList makes it:
-	// each schema is read from the raw entry.
+	// validate-slimmed: the SDK was handed the page with stand-ins, as
+	// slimToolsList makes it, so each schema is read from the raw entry.
 	var slim sdk.ListToolsResult
 	if err := json.Unmarshal(slimToolsList(raw, raw), &slim); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("validate-slimmed", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		for b.Loop() {
-			v := newValidator()
-			v.page(slim.Tools, raw, nil)
-			if len(v.listing.Tools) != 50 {
-				b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
+	for name, tools := range map[string][]*sdk.Tool{"validate": res.Tools, "validate-slimmed": slim.Tools} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				v := newValidator()
+				v.page(tools, raw, nil)
+				if len(v.listing.Tools) != 50 {
+					b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // cannedRT answers every request with the same JSON-RPC result.
