@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func BenchmarkListingPage(b *testing.B) {
 	listPage = func(ctx context.Context, cs *sdk.ClientSession, p *sdk.ListToolsParams) (*sdk.ListToolsResult, error) {
 		res, err := orig(ctx, cs, p)
 		c.tr.mu.Lock()
-		raw = bytes.Clone(c.tr.op.page)
+		raw = bytes.Clone(c.tr.op.page.result)
 		c.tr.mu.Unlock()
 		return res, err
 	}
@@ -142,18 +143,29 @@ func BenchmarkListingPage(b *testing.B) {
 			}
 		}
 	})
-	// validate-slimmed: the SDK was handed the page with stand-ins, as
-	// slimToolsList makes it, so each schema is read from the raw entry.
+	// validate-taken: the SDK was handed the page as slimToolsList makes
+	// it, so each taken entry is decoded from the raw page here.
+	slimmed, taken := slimToolsList(raw, raw)
 	var slim sdk.ListToolsResult
-	if err := json.Unmarshal(slimToolsList(raw, raw), &slim); err != nil {
-		b.Fatal(err)
+	if err := json.Unmarshal(slimmed, &slim); err != nil || taken == 0 {
+		b.Fatal(err, taken)
 	}
-	for name, tools := range map[string][]*sdk.Tool{"validate": res.Tools, "validate-slimmed": slim.Tools} {
-		b.Run(name, func(b *testing.B) {
+	slim.Tools = slices.DeleteFunc(slim.Tools, func(t *sdk.Tool) bool { return t == nil })
+	for _, bc := range []struct {
+		name  string
+		tools []*sdk.Tool
+		page  keptPage
+	}{
+		{"validate", res.Tools, keptPage{result: raw}},
+		{"validate-taken", slim.Tools, keptPage{result: raw, took: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {
 				v := newValidator()
-				v.page(tools, raw, nil)
+				if err := v.page(bc.tools, bc.page, nil); err != nil {
+					b.Fatal(err)
+				}
 				if len(v.listing.Tools) != 50 {
 					b.Fatalf("accepted %d tools, want 50", len(v.listing.Tools))
 				}

@@ -37,8 +37,8 @@ func (t *transport) charge(op *operation, n int64) error {
 // chargeDecoded adds the decodedCost of a message about to be handed to
 // the SDK to the connection's decoded budget and reports the budget error
 // once it is exceeded; the message must then not reach the SDK.
-func (t *transport) chargeDecoded(op *operation, msg []byte) error {
-	return t.spend(op, &t.decoded, decodedCost(msg), MaxDecodedCost, "the connection's messages would decode to more than %d bytes")
+func (t *transport) chargeDecoded(op *operation, msg []byte, extra int64) error {
+	return t.spend(op, &t.decoded, decodedCost(msg)+extra, MaxDecodedCost, "the connection's messages would decode to more than %d bytes")
 }
 
 // spend adds n to the counter *total, guarded by t.mu; past limit the
@@ -153,7 +153,7 @@ func (b *meteredBody) observe(data []byte) {
 	if b.err != nil {
 		return
 	}
-	if err := b.x.t.chargeDecoded(b.x.op, data); err != nil {
+	if err := b.x.t.chargeDecoded(b.x.op, data, 0); err != nil {
 		b.err = err
 		return
 	}

@@ -27,7 +27,7 @@ type operation struct {
 	calls      map[string]string // JSON-RPC id → method, of the calls sent
 	answered   map[string]bool   // request key → the server answered it
 	last       string            // key of the last request sent, "" before any
-	page       json.RawMessage   // result of the last tools/list answered
+	page       keptPage          // result of the last tools/list answered
 	pageID     string
 	refused    refusal // the last non-2xx answer that carried a JSON-RPC error
 	authz      bool    // the OAuth handler's Authorize was called
@@ -141,14 +141,32 @@ func (t *transport) outcome(op *operation) (fatal, lastErr error, answered bool)
 	return op.fatal, op.lastErr, op.last != "" && op.answered[op.last]
 }
 
+// keptPage is a raw tools/list result and whether the SDK was handed it
+// with entries taken (slimToolsList).
+type keptPage struct {
+	result json.RawMessage
+	took   bool
+}
+
 // takePage returns the raw result of the last tools/list op saw answered,
 // and forgets it.
-func (t *transport) takePage(op *operation) (json.RawMessage, bool) {
+func (t *transport) takePage(op *operation) (keptPage, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := op.page, op.pageID != ""
-	op.page, op.pageID = nil, ""
+	op.page, op.pageID = keptPage{}, ""
 	return p, ok
+}
+
+// slim returns msg, the message observe found page in, as the SDK is
+// handed it, and what the validator's decoding of the taken entries costs
+// (slimToolsList); it records in op whether any entry was taken.
+func (t *transport) slim(op *operation, msg, page []byte) ([]byte, int64) {
+	out, taken := slimToolsList(msg, page)
+	t.mu.Lock()
+	op.page.took = taken > 0
+	t.mu.Unlock()
+	return out, taken
 }
 
 // refusal is the last non-2xx answer op saw carrying a JSON-RPC error
@@ -221,7 +239,7 @@ func (t *transport) observe(op *operation, m rpcMessage, ok, fromCall, reused bo
 			if reused {
 				kept = bytes.Clone(page)
 			}
-			op.page, op.pageID = kept, key
+			op.page, op.pageID = keptPage{result: kept}, key
 		}
 	case key == "" && m.error != nil:
 		op.answered[op.last] = true

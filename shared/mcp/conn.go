@@ -60,7 +60,7 @@ type Conn struct {
 
 	mu    sync.Mutex
 	stats Stats
-	pages map[string][]byte // raw tools/list results by cursor
+	pages map[string]keptPage // raw tools/list results by cursor
 
 	closeOnce sync.Once
 	closeErr  error

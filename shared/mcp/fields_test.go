@@ -343,22 +343,69 @@ func TestOptionalFieldReasonsNameTheirBounds(t *testing.T) {
 }
 
 // TestSlimToolsListNullsWhatTheSDKsDecoderRefuses pins the repair of a
-// JSON answer: every ill-typed occurrence becomes null, in place, and a
-// stand-in schema of the same entry is made too.
+// JSON answer: in an entry the SDK is handed (one whose schema may carry an
+// x-mcp-header annotation), every ill-typed occurrence becomes null, in
+// place; a taken entry becomes null whole.
 func TestSlimToolsListNullsWhatTheSDKsDecoderRefuses(t *testing.T) {
+	const h = `"inputSchema":{"properties":{"q":{"x-mcp-header":"Q"}}}`
 	msg := []byte(`{"jsonrpc":"2.0","id":2,"result":{"tools":[` +
-		`{"_meta":[1],"name":"a","title":5,"inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"y"}},` +
-		`{"name":"b","title":"ok","title":[],"annotations":{"title":"t","x":[]},"_meta":{"k":1}},` +
-		`{"name":"c","annotations":null,"title":null,"_meta":null}]}}`)
+		`{"_meta":[1],"name":"a","title":5,` + h + `,"annotations":{"readOnlyHint":"y"}},` +
+		`{"name":"b","title":"ok","title":[],` + h + `,"annotations":{"title":"t","x":[]},"_meta":{"k":1}},` +
+		`{"name":"c","annotations":null,` + h + `,"title":null,"_meta":null},` +
+		`{"name":"t","title":5,"inputSchema":{"type":"object"}}]}}`)
 	want := `{"jsonrpc":"2.0","id":2,"result":{"tools":[` +
-		`{"_meta":null,"name":"a","title":null,"inputSchema":{},"annotations":null},` +
-		`{"name":"b","title":"ok","title":null,"annotations":{"title":"t","x":[]},"_meta":{"k":1}},` +
-		`{"name":"c","annotations":null,"title":null,"_meta":null}]}}`
+		`{"_meta":null,"name":"a","title":null,` + h + `,"annotations":null},` +
+		`{"name":"b","title":"ok","title":null,` + h + `,"annotations":{"title":"t","x":[]},"_meta":{"k":1}},` +
+		`{"name":"c","annotations":null,` + h + `,"title":null,"_meta":null},` +
+		`null]}}`
 	m, ok := readMessage(msg)
 	if !ok {
 		t.Fatal("readMessage failed")
 	}
-	if got := string(slimToolsList(msg, m.result)); got != want {
-		t.Errorf("slimToolsList =\n%s\nwant\n%s", got, want)
+	if got, taken := slimToolsList(msg, m.result); string(got) != want || taken == 0 {
+		t.Errorf("slimToolsList =\n%s, %d\nwant\n%s, a cost", got, taken, want)
+	}
+}
+
+// TestSDKToolDecodesATakenEntryAsTheSDKWould: a taken entry is decoded
+// with its replacements made (ill-typed title, annotations and _meta null,
+// the schema a stand-in), and not at all where go-sdk would have failed
+// its page: an ill-typed name or description, or icons.
+func TestSDKToolDecodesATakenEntryAsTheSDKWould(t *testing.T) {
+	deep := func(levels int) string {
+		return `{"name":"d","inputSchema":{"type":"object"},"_meta":{"k":` + strings.Repeat("[", levels-2) + strings.Repeat("]", levels-2) + `}}`
+	}
+	for _, tc := range []struct {
+		entry string
+		ok    bool
+	}{
+		{`{"name":"a","title":5,"description":"d","inputSchema":{"type":"object","properties":{}},"annotations":{"readOnlyHint":"y"},"_meta":[1]}`, true},
+		{`{"name":5,"inputSchema":{"type":"object"}}`, false},
+		{`{"name":"a","description":[],"inputSchema":{"type":"object"}}`, false},
+		{`{"name":"a","icons":{},"inputSchema":{"type":"object"}}`, false},
+		{deep(1200), true},
+	} {
+		entry := []byte(tc.entry)
+		raw := readTool(entry)
+		if !raw.taken() {
+			t.Fatalf("%.60s: not taken", tc.entry)
+		}
+		got, ok := sdkTool(entry, raw)
+		if ok != tc.ok {
+			t.Errorf("%.60s: decoded %t, want %t", tc.entry, ok, tc.ok)
+			continue
+		}
+		if !ok || tc.entry[9] != 'a' {
+			continue
+		}
+		// The SDK's decoding of the page with this entry as slimToolsList
+		// would have left it, had it not been taken.
+		var want sdk.Tool
+		if err := json.Unmarshal([]byte(`{"name":"a","title":null,"description":"d","inputSchema":{},"annotations":null,"_meta":null}`), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("sdkTool (-want +got):\n%s", diff)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 		res, err := listPage(ctx, c.cs, &sdk.ListToolsParams{Cursor: cursor})
 		raw, ok := c.tr.takePage(op)
 		if err != nil && ok && ctx.Err() == nil {
-			res, err = c.redecode(op, raw, err)
+			res, raw.took, err = c.redecode(op, raw.result, err)
 		}
 		if err != nil {
 			return Listing{}, c.fail(ctx, op, "list tools", ErrProtocol, err)
@@ -72,10 +72,12 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 		} else {
 			raw = c.page(cursor) // served from the SDK's cache
 		}
-		v.page(res.Tools, raw, c.log.drops())
+		if err := v.page(res.Tools, raw, c.log.drops()); err != nil {
+			return Listing{}, fmt.Errorf("mcp: list tools: %w: page %d: %w", ErrProtocol, page, err)
+		}
 		pageChecked()
 		cursor = res.NextCursor
-		raw, res = nil, nil // the next page need not share the heap with this one
+		raw, res = keptPage{}, nil // the next page need not share the heap with this one
 
 		if cursor == "" {
 			return v.listing, nil
@@ -94,18 +96,19 @@ func (c *Conn) ListTools(ctx context.Context) (listing Listing, err error) {
 // refuses those entries. Null entries are dropped, as the SDK drops them.
 // Any other failure, or a page that still does not
 // decode, keeps the SDK's error.
-func (c *Conn) redecode(op *operation, raw []byte, sdkErr error) (*sdk.ListToolsResult, error) {
+func (c *Conn) redecode(op *operation, raw []byte, sdkErr error) (*sdk.ListToolsResult, bool, error) {
 	if fatal, _, _ := c.tr.outcome(op); fatal != nil || !strings.Contains(sdkErr.Error(), "unmarshal") {
-		return nil, sdkErr
+		return nil, false, sdkErr
 	}
 	var res sdk.ListToolsResult
-	if !decode(slimToolsList(raw, raw), &res) {
-		return nil, sdkErr
+	slim, taken := slimToolsList(raw, raw)
+	if !decode(slim, &res) {
+		return nil, false, sdkErr
 	}
 	// The SDK drops a null entry (filterValidTools); so must we, or the
 	// validator pairs each later entry with the one before it.
 	res.Tools = slices.DeleteFunc(res.Tools, func(t *sdk.Tool) bool { return t == nil })
-	return &res, nil
+	return &res, taken > 0, nil
 }
 
 // pageChecked runs after each page is checked, while the page, raw and
@@ -121,15 +124,15 @@ var listPage = func(ctx context.Context, cs *sdk.ClientSession, p *sdk.ListTools
 // cache later, which it does only for a page with a positive ttlMs
 // (TestListToolsSeesEntriesTheSDKServesFromItsCache); any other page is
 // dropped as soon as it is checked.
-func (c *Conn) keepPage(cursor string, raw []byte) {
+func (c *Conn) keepPage(cursor string, raw keptPage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !mayBeCached(raw) {
+	if !mayBeCached(raw.result) {
 		delete(c.pages, cursor)
 		return
 	}
 	if c.pages == nil {
-		c.pages = map[string][]byte{}
+		c.pages = map[string]keptPage{}
 	}
 	c.pages[cursor] = raw
 }
@@ -151,7 +154,7 @@ func mayBeCached(raw []byte) bool {
 	return len(ttl) > 0 && ttl[0] != '-' && ttl[0] != 'n' && strings.Trim(string(ttl), "0.eE+") != ""
 }
 
-func (c *Conn) page(cursor string) []byte {
+func (c *Conn) page(cursor string) keptPage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pages[cursor]
@@ -161,10 +164,10 @@ func (c *Conn) page(cursor string) []byte {
 type validator struct {
 	listing  Listing
 	accepted map[string]bool
-	buf      []byte  // the schema being encoded
-	canon    canon   // reads a stand-in's schema from the entry
-	entry    rawTool // the raw entry being considered
-	arena    []byte  // holds the accepted schemas
+	buf      []byte    // the schema being encoded
+	canon    canon     // reads a stand-in's schema from the entry
+	reads    []rawTool // the entries of the page being walked, as read
+	arena    []byte    // holds the accepted schemas
 }
 
 func newValidator() *validator {
@@ -176,34 +179,53 @@ func (v *validator) refuse(name, reason string) {
 }
 
 // page walks the raw entries of one page alongside the SDK's decoded ones.
-// The SDK's list is the raw list minus the entries it dropped, in order;
-// drops maps the names it logged to why.
-func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[string]string) {
-	v.listing.Tools = slices.Grow(v.listing.Tools, len(tools))
+// The SDK's list is the raw list minus the entries it dropped and, when
+// raw.took, minus the taken ones (rawTool.taken), which are decoded here;
+// drops maps the names it logged to why. The error says the SDK would
+// have failed the page on a taken entry.
+func (v *validator) page(tools []*sdk.Tool, raw keptPage, drops map[string]string) error {
 	if len(v.accepted) == 0 {
 		v.accepted = make(map[string]bool, len(tools))
 	}
-	entries, ok := rawEntries(raw)
+	entries, ok := rawEntries(raw.result)
 	if !ok {
+		v.listing.Tools = slices.Grow(v.listing.Tools, len(tools))
 		for _, t := range tools {
 			v.consider(t, nil)
 		}
-		return
+		return nil
 	}
+	v.listing.Tools = slices.Grow(v.listing.Tools, len(entries))
+	reads := slices.Grow(v.reads[:0], len(entries))
 	toDrop := -len(tools)
 	for _, e := range entries {
+		var t rawTool
 		if !isNull(e) {
-			toDrop++
+			t = readTool(e)
+			if !raw.took || !t.taken() {
+				toDrop++
+			}
 		}
+		reads = append(reads, t)
 	}
+	defer func() { clear(reads); v.reads = reads[:0] }()
 	j := 0
-	for _, e := range entries {
-		if isNull(e) {
+	for i, e := range entries {
+		t := &reads[i]
+		switch {
+		case isNull(e):
 			v.refuse("", reasonNullEntry)
+			continue
+		case raw.took && t.taken():
+			decoded, ok := sdkTool(e, *t)
+			if !ok {
+				return fmt.Errorf("entry %d does not decode as go-sdk decodes a tool", i)
+			}
+			v.consider(decoded, t)
 			continue
 		}
 		if toDrop > 0 {
-			name := rawName(e)
+			name := t.name()
 			if j >= len(tools) || tools[j] == nil || tools[j].Name != name {
 				why, ok := drops[name]
 				if !ok {
@@ -215,22 +237,24 @@ func (v *validator) page(tools []*sdk.Tool, raw json.RawMessage, drops map[strin
 			}
 		}
 		if j < len(tools) {
-			v.consider(tools[j], e)
+			v.consider(tools[j], t)
 			j++
 		}
 	}
 	for ; j < len(tools); j++ {
 		v.consider(tools[j], nil)
 	}
+	return nil
 }
 
 func isNull(e []byte) bool { return string(e) == "null" }
 
-// consider accepts or refuses t, the SDK's decoding of the raw entry, or
-// nil when there is none. Where the SDK holds an empty object, which is
-// what it makes of a stand-in (slimToolsList), the input schema is decoded
-// from the entry.
-func (v *validator) consider(t *sdk.Tool, entry []byte) {
+// consider accepts or refuses t, the SDK's decoding of an entry, given
+// entry as read (nil when there is none; it is ignored unless it is an
+// object named as t is). Where the SDK holds an empty object, which is
+// what it makes of a stand-in (sdkTool), the input schema is decoded from
+// the entry.
+func (v *validator) consider(t *sdk.Tool, entry *rawTool) {
 	if t == nil {
 		v.refuse("", reasonNullEntry)
 		return
@@ -244,11 +268,8 @@ func (v *validator) consider(t *sdk.Tool, entry []byte) {
 		return
 	}
 	var raw *rawTool // the entry as read, when it is t's
-	if entry != nil {
-		v.entry = rawTool{}
-		if decode(entry, &v.entry) && v.entry.hasName(t.Name) {
-			raw = &v.entry
-		}
+	if entry != nil && entry.object && entry.hasName(t.Name) {
+		raw = entry
 	}
 	schema, reason := v.inputSchema(t, raw)
 	if reason != "" {

@@ -203,8 +203,9 @@ func TestSlimmedListingMatchesTheSDKsDecoding(t *testing.T) {
 	}
 }
 
-// TestSlimToolsListReplacesOnlyWhatTheSDKCannotUse pins which schemas the
-// SDK is handed as a stand-in.
+// TestSlimToolsListReplacesOnlyWhatTheSDKCannotUse pins which entries the
+// SDK is handed as null: objects whose one schema holds no x-mcp-header
+// and no \u escape.
 func TestSlimToolsListReplacesOnlyWhatTheSDKCannotUse(t *testing.T) {
 	msg := []byte(`{"jsonrpc":"2.0","id":2,"result":{"tools":[` +
 		`{"name":"a","inputSchema":{"type":"object"}},` +
@@ -212,19 +213,25 @@ func TestSlimToolsListReplacesOnlyWhatTheSDKCannotUse(t *testing.T) {
 		`{"name":"u","inputSchema":{"type":"object","title":"\u0041"}},` +
 		`{"name":"d","inputSchema":{"type":"object"},"inputSchema":{"type":"object"}},` +
 		`{"name":"s","inputSchema":{}},` +
+		`{"name":"n"},` +
 		`null,"x"]}}`)
 	want := `{"jsonrpc":"2.0","id":2,"result":{"tools":[` +
-		`{"name":"a","inputSchema":{}},` +
+		`null,` +
 		`{"name":"h","inputSchema":{"type":"object","properties":{"q":{"type":"string","x-mcp-header":"Q"}}}},` +
 		`{"name":"u","inputSchema":{"type":"object","title":"\u0041"}},` +
 		`{"name":"d","inputSchema":{"type":"object"},"inputSchema":{"type":"object"}},` +
-		`{"name":"s","inputSchema":{}},` +
+		`null,` +
+		`null,` +
 		`null,"x"]}}`
 	m, ok := readMessage(msg)
 	if !ok {
 		t.Fatal("readMessage failed")
 	}
-	if got := string(slimToolsList(msg, m.result)); got != want {
-		t.Errorf("slimToolsList =\n%s\nwant\n%s", got, want)
+	if got, taken := slimToolsList(msg, m.result); string(got) != want || taken == 0 {
+		t.Errorf("slimToolsList =\n%s, %d\nwant\n%s, a cost", got, taken, want)
+	}
+	plain := []byte(`{"tools":[{"name":"h","inputSchema":{"x-mcp-header":1}},null]}`)
+	if got, taken := slimToolsList(plain, plain); &got[0] != &plain[0] || taken != 0 {
+		t.Errorf("slimToolsList of a page with nothing to take = %s, %d; want it as it was, 0", got, taken)
 	}
 }

@@ -169,12 +169,12 @@ func (b *slimBody) observe(data []byte) {
 	if b.err != nil {
 		return
 	}
-	msg := data
+	msg, taken := data, int64(0)
 	m, ok := readMessage(data)
 	if page := b.x.t.observe(b.x.op, m, ok, b.key != "", true); page != nil {
-		msg = slimToolsList(data, page)
+		msg, taken = b.x.t.slim(b.x.op, data, page)
 	}
-	if err := b.x.t.chargeDecoded(b.x.op, msg); err != nil {
+	if err := b.x.t.chargeDecoded(b.x.op, msg, taken); err != nil {
 		b.err = err
 		return
 	}

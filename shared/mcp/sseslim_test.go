@@ -89,7 +89,7 @@ func TestSlimmedStreamMatchesTheSDKsDecoding(t *testing.T) {
 }
 
 // TestSlimBodyRewritesOnlyTheAnswer reads a stream through slimBody: the
-// listing's answer reaches the SDK with its input schemas as stand-ins and
+// listing's answer reaches the SDK with its taken entries null and
 // every other line of its event as it came; every other event passes byte
 // for byte.
 func TestSlimBodyRewritesOnlyTheAnswer(t *testing.T) {
@@ -107,7 +107,7 @@ func TestSlimBodyRewritesOnlyTheAnswer(t *testing.T) {
 	want := "data: " + other + "\n\n" +
 		": keep-alive\n\n" +
 		"id: 3\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[\n" +
-		"data: {\"name\":\"a\",\"inputSchema\":{}}]}}\n" +
+		"data: null]}}\n" +
 		"retry: 5\r\n\r\n" +
 		"event: other\ndata: {}"
 	for _, size := range []int{1, 7, slimReadSize} {

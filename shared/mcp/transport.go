@@ -218,6 +218,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	var taken int64 // cost of the listed entries the validator decodes
 	switch {
 	case !ok2xx:
 		t.observeRefusal(x.op, resp.StatusCode, body)
@@ -225,12 +226,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case media == "application/json":
 		body = answer
 		if page := t.observe(x.op, m, isMsg, true, false); page != nil {
-			body = slimToolsList(body, page)
+			body, taken = t.slim(x.op, body, page)
 		}
 	default:
 		t.markAnswered(x.op, msg.key)
 	}
-	if err := t.chargeDecoded(x.op, body); err != nil {
+	if err := t.chargeDecoded(x.op, body, taken); err != nil {
 		return nil, err
 	}
 	rb := &readBody{}
