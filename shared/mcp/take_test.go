@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestTakenEntriesListAsTheSDKDecodesThem: each page is listed three ways,
@@ -96,4 +99,60 @@ func TestTakenEntriesListAsTheSDKDecodesThem(t *testing.T) {
 			t.Logf("%d tools, %d refused, error %v", len(want.Tools), len(want.Refused), wantErr)
 		})
 	}
+}
+
+// FuzzTakenEntries: for any page, the validator lists from the SDK's
+// decoding of the page with entries taken (slimToolsList) what it lists
+// from the SDK's decoding of the page with every entry handed over, each
+// schema as a stand-in and each ill-typed optional value null (as before
+// entries were taken); and fails where that decoding fails. The SDK's
+// page decoding is segmentio's with the SDK's flags, its null entries
+// dropped (filterValidTools' x-mcp-header checks are not run: an entry
+// that could fail them is never taken).
+func FuzzTakenEntries(f *testing.F) {
+	for _, seed := range []string{
+		`{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"h","inputSchema":{"x-mcp-header":"H"}}]}`,
+		`{"tools":[{"name":"a","title":5,"annotations":{"readOnlyHint":"y"},"_meta":[],"inputSchema":{"type":"object","properties":{"b":{}}}},null,5]}`,
+		`{"tools":[{"name":"a"},{"name":"a","inputSchema":{"type":"object"},"inputSchema":{}},{"n\u0061me":"b","outputSchema":{"type":"object"}}]}`,
+		`{"tools":[{"name":7,"inputSchema":{"type":"object"}}],"nextCursor":"c"}`,
+		`{"tools":[{"name":"a","description":"d","icons":[{"src":"x"}],"inputSchema":{"type":"object","title":"\u0041"}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		if !shallow(page) {
+			return
+		}
+		list := func(handed []byte, took bool) (Listing, bool) {
+			var res sdk.ListToolsResult
+			if !decode(handed, &res) {
+				return Listing{}, false
+			}
+			res.Tools = slices.DeleteFunc(res.Tools, func(t *sdk.Tool) bool { return t == nil })
+			v := newValidator()
+			if err := v.page(res.Tools, keptPage{result: page, took: took}, nil); err != nil {
+				return Listing{}, false
+			}
+			return v.listing, true
+		}
+		var spans []replacement
+		if entries, ok := rawEntries(page); ok {
+			for _, e := range entries {
+				spans = readTool(e).replacements(spans)
+			}
+		}
+		before, ok := splice(page, spans)
+		if !ok {
+			t.Fatalf("the replacements of %q do not splice", page)
+		}
+		want, wantOK := list(before, false)
+		taken, cost := slimToolsList(page, page)
+		got, gotOK := list(taken, cost > 0)
+		if gotOK != wantOK {
+			t.Fatalf("page %q: listed %t with entries taken, %t without", page, gotOK, wantOK)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("page %q: listing (-without +taken):\n%s", page, diff)
+		}
+	})
 }
