@@ -178,17 +178,7 @@ func TestSlimmedListingMatchesTheSDKsDecoding(t *testing.T) {
 		{"name":"after","description":"the last","inputSchema":{"type":"object","$defs":{"u":{"const":"\ud83d\ude00 \u2028"}}}}
 	]}`
 	listing := func(sse bool) Listing {
-		s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
-			msg := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + strings.ReplaceAll(page, "\n", "") + `}`
-			if sse {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write([]byte("data: " + msg + "\n\n"))
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(msg))
-		}})
-		l, _, err := listFrom(t, s)
+		l, _, err := listFrom(t, serveToolsPage(t, strings.ReplaceAll(page, "\n", ""), sse))
 		if err != nil {
 			t.Fatal(err)
 		}

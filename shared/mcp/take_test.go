@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -66,17 +64,7 @@ func TestTakenEntriesListAsTheSDKDecodesThem(t *testing.T) {
 			list := func(sse, slim bool) (Listing, error) {
 				slimStreams = slim
 				defer func() { slimStreams = true }()
-				s := serveScripted(t, &scripted{list: func(w http.ResponseWriter, id json.RawMessage, cursor string) {
-					msg := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + page + `}`
-					if sse {
-						w.Header().Set("Content-Type", "text/event-stream")
-						w.Write([]byte("data: " + msg + "\n\n"))
-						return
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.Write([]byte(msg))
-				}})
-				l, _, err := listFrom(t, s)
+				l, _, err := listFrom(t, serveToolsPage(t, page, sse))
 				return l, err
 			}
 			want, wantErr := list(true, false)
